@@ -1,0 +1,43 @@
+# coffee-tracker — build, run and test on a fresh Debian machine (as root).
+SWIFT ?= swift
+CONFIG ?= config/coffee-tracker.json
+APT_PACKAGES := libzmq3-dev libsqlite3-dev pkg-config
+PY_PACKAGES := pyzmq pytest
+
+.PHONY: all deps build release run test unit integration bench clean
+
+all: build
+
+## Install what is missing: Debian packages, then Python test tools.
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@python3 -c "import zmq, pytest" 2>/dev/null || python3 -m pip install -q $(PY_PACKAGES)
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+## Run the service in the foreground on the embedded defaults.
+run: release
+	.build/release/coffee-tracker serve --config $(CONFIG)
+
+## Every test: Swift unit tests, then the real service over real sockets.
+test: unit integration
+
+unit: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test < /dev/null
+
+integration: build
+	COFFEE_TRACKER=$(CURDIR)/.build/debug/coffee-tracker python3 -m pytest -q Tests/integration
+
+clean:
+	$(SWIFT) package clean

@@ -1,0 +1,51 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .treatAllWarnings(as: .error),
+]
+
+let package = Package(
+    name: "coffee-tracker",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "coffee-tracker", targets: ["coffee-tracker"]),
+    ],
+    targets: [
+        // C libraries from Debian's packages (libzmq3-dev, libsqlite3-dev).
+        .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+
+        // Thin Swift wrappers over them.
+        .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], swiftSettings: strict),
+        .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
+        .target(name: "Logging", swiftSettings: strict),
+
+        // Pure domain: drinks, validation, dates, the caffeine model.
+        .target(name: "CoffeeDomain", swiftSettings: strict),
+
+        // The anchored store (HealthKit's role in the seed).
+        .target(name: "HealthStore", dependencies: ["CoffeeDomain", "SQLite", "Logging"], swiftSettings: strict),
+
+        // The seed's CoffeeData, HealthKitController and CoffeeDataStore.
+        .target(name: "CoffeeModel", dependencies: ["CoffeeDomain", "HealthStore", "Logging"], swiftSettings: strict),
+
+        // Endpoints, inbox, configuration and lifecycle.
+        .target(
+            name: "CoffeeService",
+            dependencies: ["CoffeeDomain", "HealthStore", "CoffeeModel", "ZeroMQ", "Logging"],
+            swiftSettings: strict),
+
+        .executableTarget(
+            name: "coffee-tracker",
+            dependencies: ["CoffeeService", "CoffeeDomain", "ZeroMQ", "Logging"],
+            swiftSettings: strict),
+
+        .testTarget(name: "CoffeeDomainTests", dependencies: ["CoffeeDomain"], swiftSettings: strict),
+        .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "CoffeeDomain", "SQLite"], swiftSettings: strict),
+        .testTarget(name: "CoffeeModelTests", dependencies: ["CoffeeModel", "HealthStore", "CoffeeDomain"], swiftSettings: strict),
+        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: strict),
+        .testTarget(name: "CoffeeServiceTests", dependencies: ["CoffeeService", "ZeroMQ", "CoffeeDomain", "HealthStore", "Logging"], swiftSettings: strict),
+    ]
+)

@@ -1,0 +1,96 @@
+import Foundation
+
+/// Turns a message body or file document into validated drinks and
+/// deletions, all-or-nothing: the first bad element fails the whole batch.
+public struct BatchDecoder: Sendable {
+    public var validator: DrinkValidator
+
+    public init(validator: DrinkValidator = DrinkValidator()) {
+        self.validator = validator
+    }
+
+    /// Drinks from a JSON object or array of objects.
+    ///
+    /// - Throws: `ValidationError`, with `index` set when the body was an array.
+    public func drinks(json data: Data, now: Date, source: String) throws(ValidationError) -> [Drink] {
+        let (inputs, isArray) = try Self.decode(DrinkInput.self, json: data)
+        return try validate(inputs, isArray: isArray) { input throws(ValidationError) in
+            try validator.drink(from: input, now: now, defaultSource: source)
+        }
+    }
+
+    /// Deletions from a JSON object or array of objects.
+    public func deletions(json data: Data) throws(ValidationError) -> [Deletion] {
+        let (inputs, isArray) = try Self.decode(DeletionInput.self, json: data)
+        return try validate(inputs, isArray: isArray) { input throws(ValidationError) in
+            try validator.deletion(from: input)
+        }
+    }
+
+    /// Applies `rule` to each element, placing the first error at its index.
+    public func validate<Input, Output>(
+        _ inputs: [Input?], isArray: Bool, _ rule: (Input) throws(ValidationError) -> Output
+    ) throws(ValidationError) -> [Output] {
+        var out: [Output] = []
+        out.reserveCapacity(inputs.count)
+        for (i, input) in inputs.enumerated() {
+            do throws(ValidationError) {
+                guard let input else { throw ValidationError(rule: "must be an object") }
+                out.append(try rule(input))
+            } catch {
+                throw isArray ? error.at(index: i) : error
+            }
+        }
+        return out
+    }
+
+    /// Decodes a JSON object, or an array of them, into `T`s; an element that
+    /// is not an object comes back as nil so that it can be named.
+    public static func decode<T: Decodable>(_: T.Type, json data: Data) throws(ValidationError) -> ([T?], Bool) {
+        guard let first = data.first(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }) else {
+            throw ValidationError(rule: "body is empty; expected a JSON object or array")
+        }
+        do {
+            switch first {
+            case UInt8(ascii: "["):
+                return (try JSONDecoder().decode([Lenient<T>].self, from: data).map(\.value), true)
+            case UInt8(ascii: "{"):
+                return ([try JSONDecoder().decode(T.self, from: data)], false)
+            default:
+                throw ValidationError(rule: "body must be a JSON object or array")
+            }
+        } catch let error as ValidationError {
+            throw error
+        } catch {
+            throw ValidationError(rule: "body is not valid JSON (\(describe(error)))")
+        }
+    }
+
+    /// A short reason for a decoding failure, without Foundation's noise.
+    public static func describe(_ error: any Error) -> String {
+        if let decoding = error as? DecodingError {
+            switch decoding {
+            case .dataCorrupted(let context):
+                if let underlying = context.underlyingError as NSError?,
+                    let detail = underlying.userInfo[NSDebugDescriptionErrorKey] as? String
+                {
+                    return detail
+                }
+                return context.debugDescription
+            case .keyNotFound(_, let context), .typeMismatch(_, let context), .valueNotFound(_, let context):
+                return context.debugDescription
+            @unknown default:
+                return "\(decoding)"
+            }
+        }
+        return "\(error)"
+    }
+}
+
+/// An array element that may fail to decode without failing the array.
+struct Lenient<T: Decodable>: Decodable {
+    var value: T?
+    init(from decoder: any Decoder) throws {
+        value = try? T(from: decoder)
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+
+/// A field as it arrived, before any rule is applied.
+public enum InputField<Value: Sendable>: Sendable {
+    case absent
+    case value(Value)
+    /// Present but of the wrong JSON/plist type; carries the expected type.
+    case wrongType(expected: String)
+}
+
+/// A date as it arrived: text, epoch seconds, or a property-list date.
+public enum InputDate: Sendable, Hashable {
+    case text(String)
+    case epochSeconds(Double)
+    case date(Date)
+}
+
+/// A drink object as decoded from JSON or a property list, field by field.
+///
+/// Decoding never fails on a field: a missing or mistyped field is recorded
+/// so that validation can name it. Decoding fails only when the element is
+/// not an object at all.
+public struct DrinkInput: Decodable, Sendable {
+    public var uuid: InputField<String> = .absent
+    public var mgCaffeine: InputField<Double> = .absent
+    public var date: InputField<InputDate> = .absent
+    public var type: InputField<String> = .absent
+    public var version: InputField<Double> = .absent
+    public var source: InputField<String> = .absent
+
+    public init() {}
+
+    enum Key: String, CodingKey { case uuid, mgCaffeine, date, type, version, source }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        uuid = Self.field(c, .uuid, "a string")
+        mgCaffeine = Self.field(c, .mgCaffeine, "a number")
+        type = Self.field(c, .type, "a string")
+        version = Self.field(c, .version, "an integer")
+        source = Self.field(c, .source, "a string")
+        date = Self.dateField(c, .date)
+    }
+
+    static func field<T: Decodable & Sendable, K: CodingKey>(
+        _ c: KeyedDecodingContainer<K>, _ key: K, _ expected: String
+    ) -> InputField<T> {
+        guard c.contains(key), (try? c.decodeNil(forKey: key)) != true else { return .absent }
+        if let v = try? c.decode(T.self, forKey: key) { return .value(v) }
+        return .wrongType(expected: expected)
+    }
+
+    static func dateField<K: CodingKey>(_ c: KeyedDecodingContainer<K>, _ key: K) -> InputField<InputDate> {
+        guard c.contains(key), (try? c.decodeNil(forKey: key)) != true else { return .absent }
+        if let s = try? c.decode(String.self, forKey: key) { return .value(.text(s)) }
+        if let n = try? c.decode(Double.self, forKey: key) { return .value(.epochSeconds(n)) }
+        if let d = try? c.decode(Date.self, forKey: key) { return .value(.date(d)) }
+        return .wrongType(expected: "an RFC 3339 date string or epoch seconds")
+    }
+}
+
+/// A deletion as it arrived: `{"uuid", "version"}`, or JSON Lines'
+/// `{"delete": "<uuid>"}`.
+public struct DeletionInput: Decodable, Sendable {
+    public var uuid: InputField<String> = .absent
+    public var version: InputField<Double> = .absent
+    /// Which key held the UUID, so errors name the field the sender used.
+    public var uuidKey = "uuid"
+
+    public init() {}
+
+    enum Key: String, CodingKey { case uuid, version, delete }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        uuid = DrinkInput.field(c, .uuid, "a string")
+        if case .absent = uuid, c.contains(.delete) {
+            uuid = DrinkInput.field(c, .delete, "a string")
+            uuidKey = "delete"
+        }
+        version = DrinkInput.field(c, .version, "an integer")
+    }
+}

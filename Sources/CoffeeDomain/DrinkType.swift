@@ -1,0 +1,23 @@
+/// The drinks the Coffee Tracker sample offers, with their serving sizes.
+public enum DrinkType: String, Sendable, Codable, CaseIterable, Hashable {
+    case smallCoffee, mediumCoffee, largeCoffee
+    case singleEspresso, doubleEspresso, quadEspresso
+    case blackTea, greenTea, softDrink, energyDrink, chocolate
+
+    /// Caffeine in one serving, in milligrams (PROTOCOL.md §1).
+    public var mgCaffeinePerServing: Double {
+        switch self {
+        case .smallCoffee: 96
+        case .mediumCoffee: 144
+        case .largeCoffee: 192
+        case .singleEspresso: 64
+        case .doubleEspresso: 128
+        case .quadEspresso: 256
+        case .blackTea: 47
+        case .greenTea: 28
+        case .softDrink: 22
+        case .energyDrink: 29
+        case .chocolate: 18
+        }
+    }
+}

@@ -1,0 +1,339 @@
+import CoffeeDomain
+import Foundation
+import Logging
+import SQLite
+
+/// The anchored store: HealthKit's role in the seed.
+///
+/// SQLite in WAL mode with `synchronous=FULL`. Every change that takes
+/// effect gets the next anchor, committed in the same transaction as the data.
+/// The actor runs on a thread of its own, so fsync never blocks the
+/// cooperative pool.
+///
+/// Group commit: `apply` queues its batch and suspends; one flush drains
+/// everything queued into a single transaction, so one fsync covers many
+/// callers. Each caller resumes only after that commit is durable.
+public actor HealthStore {
+    /// Store settings, with the defaults of PROTOCOL.md §7.
+    public struct Configuration: Sendable {
+        /// The SQLite file; created if missing.
+        public var path: String
+        /// How long tombstones are kept before `purgeTombstones` removes them.
+        public var tombstoneRetention: TimeInterval
+        /// Where "now" comes from, for tombstone ages.
+        public var clock: any WallClock
+
+        public init(path: String, tombstoneRetention: TimeInterval = 30 * 86_400, clock: any WallClock = SystemClock()) {
+            self.path = path
+            self.tombstoneRetention = tombstoneRetention
+            self.clock = clock
+        }
+    }
+
+    private let executor: ThreadExecutor
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    private let configuration: Configuration
+    private let logger = Logger(label: "store")
+    private var db: Database?
+    private let statements: Statements
+
+    private var currentAnchor: Int64
+    private var purgedAnchor: Int64
+    private var commits: Int64 = 0
+
+    private struct Pending {
+        var batch: WriteBatch
+        var completion: @Sendable (Result<WriteResult, any Error>) -> Void
+    }
+    private var pending: [Pending] = []
+    private var flushScheduled = false
+    private var subscribers: [UUID: AsyncStream<CommittedBatch>.Continuation] = [:]
+
+    /// Opens the store at `configuration.path`, creating or migrating it.
+    ///
+    /// - Throws: `StoreError` when the file is corrupt, not ours, or from a
+    ///   newer version; `SQLiteError` when it cannot be opened at all.
+    public init(configuration: Configuration) throws {
+        let db = try Database(path: configuration.path)
+        do {
+            try StoreSchema.prepare(db, path: configuration.path)
+            let mode = try db.text("PRAGMA journal_mode=WAL")
+            guard mode?.lowercased() == "wal" else {
+                throw StoreError.io("\(configuration.path): could not enable WAL (journal_mode is \(mode ?? "unknown"))")
+            }
+            try db.execute("PRAGMA synchronous=FULL")
+            try db.execute("PRAGMA foreign_keys=OFF")
+            statements = try Statements(db)
+            currentAnchor = try db.scalar("SELECT value FROM meta WHERE key = 'anchor'") ?? 0
+            purgedAnchor = try db.scalar("SELECT value FROM meta WHERE key = 'purged_anchor'") ?? 0
+        } catch let error as SQLiteError where error.isCorruption {
+            throw StoreError.corrupt(configuration.path, error.message)
+        }
+        self.db = db
+        self.configuration = configuration
+        self.executor = ThreadExecutor(name: "store")
+    }
+
+    // MARK: Writing
+
+    /// Saves drinks and applies deletions in one commit; returns once it is durable.
+    ///
+    /// - Throws: `StoreError.closed` after `close()`; a SQLite error if the
+    ///   commit failed (nothing of the batch was stored).
+    public func apply(_ batch: WriteBatch) async throws -> WriteResult {
+        try await withCheckedThrowingContinuation { continuation in
+            enqueue(batch) { continuation.resume(with: $0) }
+        }
+    }
+
+    public func save(_ drinks: [Drink]) async throws -> WriteResult {
+        try await apply(WriteBatch(drinks: drinks))
+    }
+
+    public func delete(_ deletions: [Deletion]) async throws -> WriteResult {
+        try await apply(WriteBatch(deletions: deletions))
+    }
+
+    /// Queues `batch` without waiting; `completion` runs on the store's
+    /// thread once the commit is durable (or failed). For producers such as
+    /// the bus, which must not wait one commit per message.
+    public nonisolated func submit(
+        _ batch: WriteBatch, completion: @escaping @Sendable (Result<WriteResult, any Error>) -> Void
+    ) {
+        Task { await self.enqueue(batch, completion: completion) }
+    }
+
+    private func enqueue(_ batch: WriteBatch, completion: @escaping @Sendable (Result<WriteResult, any Error>) -> Void) {
+        guard db != nil else { return completion(.failure(StoreError.closed)) }
+        pending.append(Pending(batch: batch, completion: completion))
+        if !flushScheduled {
+            flushScheduled = true
+            // Runs after the jobs already queued on this executor, so that
+            // every batch that arrived meanwhile joins this commit.
+            Task { self.flush() }
+        }
+    }
+
+    /// Commits everything queued in one transaction.
+    private func flush() {
+        flushScheduled = false
+        let work = pending
+        pending = []
+        guard !work.isEmpty else { return }
+        guard let db else {
+            for item in work { item.completion(.failure(StoreError.closed)) }
+            return
+        }
+        let previous = currentAnchor
+        var changes = CommitChanges()
+        do {
+            let results = try db.transaction {
+                var results: [WriteResult] = []
+                for item in work { results.append(try write(item.batch, into: &changes)) }
+                try statements.setMeta("anchor", changes.anchor ?? previous)
+                return results
+            }
+            finishCommit(from: previous, changes: changes)
+            for (item, result) in zip(work, results) {
+                var result = result
+                result.anchor = currentAnchor
+                item.completion(.success(result))
+            }
+        } catch {
+            // Something failed the shared transaction. Retry each batch alone,
+            // so that one bad batch cannot fail the others queued with it.
+            currentAnchor = previous
+            if work.count == 1 {
+                logger.error("commit failed", ["error": "\(error)", "changes": "\(work[0].batch.count)"])
+                work[0].completion(.failure(error))
+                return
+            }
+            for item in work { commitAlone(item, db: db) }
+        }
+    }
+
+    private func commitAlone(_ item: Pending, db: Database) {
+        let previous = currentAnchor
+        var changes = CommitChanges()
+        do {
+            var result = try db.transaction {
+                let result = try write(item.batch, into: &changes)
+                try statements.setMeta("anchor", changes.anchor ?? previous)
+                return result
+            }
+            finishCommit(from: previous, changes: changes)
+            result.anchor = currentAnchor
+            item.completion(.success(result))
+        } catch {
+            currentAnchor = previous
+            logger.error("commit failed", ["error": "\(error)", "changes": "\(item.batch.count)"])
+            item.completion(.failure(error))
+        }
+    }
+
+    private func finishCommit(from previous: Int64, changes: CommitChanges) {
+        commits += 1
+        guard let anchor = changes.anchor else { return }
+        currentAnchor = anchor
+        let batch = changes.committed(previousAnchor: previous, anchor: anchor)
+        for continuation in subscribers.values { continuation.yield(batch) }
+    }
+
+    /// The changes of one commit, each UUID in its final state.
+    private struct CommitChanges {
+        var anchor: Int64?
+        var order: [UUID] = []
+        var final: [UUID: Change] = [:]
+
+        enum Change { case added(Drink), deleted(Tombstone) }
+
+        mutating func record(_ uuid: UUID, _ change: Change, anchor: Int64) {
+            self.anchor = anchor
+            if final.updateValue(change, forKey: uuid) == nil { order.append(uuid) }
+        }
+
+        func committed(previousAnchor: Int64, anchor: Int64) -> CommittedBatch {
+            var added: [Drink] = []
+            var deleted: [Tombstone] = []
+            for uuid in order {
+                switch final[uuid]! {
+                case .added(let d): added.append(d)
+                case .deleted(let t): deleted.append(t)
+                }
+            }
+            return CommittedBatch(anchor: anchor, previousAnchor: previousAnchor, added: added, deleted: deleted)
+        }
+    }
+
+    /// Applies the store rules of PROTOCOL.md §1 for one batch, inside the
+    /// open transaction.
+    private func write(_ batch: WriteBatch, into changes: inout CommitChanges) throws -> WriteResult {
+        var result = WriteResult()
+        let now = Int64((configuration.clock.now().timeIntervalSince1970 * 1000).rounded())
+        var next = changes.anchor ?? currentAnchor
+        for drink in batch.drinks {
+            // Stored when there is no record or the record's version is lower.
+            if try statements.upsert(drink, anchor: next + 1, now: now) {
+                next += 1
+                result.added += 1
+                changes.record(drink.uuid, .added(drink), anchor: next)
+            } else {
+                result.duplicates += 1
+            }
+        }
+        for deletion in batch.deletions {
+            let existing = try statements.lookup(deletion.uuid)
+            let version: Int64
+            switch existing {
+            case .some((_, true)):
+                result.unknown += 1  // already deleted: no-op
+                continue
+            case .some((let recordVersion, false)):
+                version = max(recordVersion, deletion.version ?? recordVersion)
+                result.deleted += 1
+            case .none:
+                version = deletion.version ?? 1
+                result.unknown += 1
+            }
+            next += 1
+            try statements.tombstone(deletion.uuid, version: version, anchor: next, now: now)
+            changes.record(deletion.uuid, .deleted(Tombstone(uuid: deletion.uuid, version: version)), anchor: next)
+        }
+        return result
+    }
+
+    // MARK: Reading
+
+    /// The store's current anchor: that of its last change.
+    public var anchor: Int64 { currentAnchor }
+
+    /// Changes after `since`, in anchor order, at most `limit` of them.
+    ///
+    /// - Parameter since: nil for every live drink (no tombstones).
+    /// - Throws: `StoreError.anchorExpired` when tombstones after `since`
+    ///   were purged, so the caller must resync from nil.
+    public func changes(since: Int64?, limit: Int) throws -> ChangeSet {
+        guard db != nil else { throw StoreError.closed }
+        if let since, since < purgedAnchor { throw StoreError.anchorExpired(requested: since, purged: purgedAnchor) }
+        let limit = max(1, limit)
+        let rows = try statements.changes(after: since ?? 0, liveOnly: since == nil, limit: limit + 1)
+        let hasMore = rows.count > limit
+        var added: [Drink] = []
+        var deleted: [Tombstone] = []
+        var last: Int64 = since ?? 0
+        for row in rows.prefix(limit) {
+            switch row.change {
+            case .added(let drink): added.append(drink)
+            case .deleted(let tombstone): deleted.append(tombstone)
+            }
+            last = row.anchor
+        }
+        return ChangeSet(added: added, deleted: deleted, anchor: hasMore ? last : currentAnchor, hasMore: hasMore)
+    }
+
+    /// Live drinks dated in `range`, oldest first: what a model window needs.
+    public func drinks(datedIn range: ClosedRange<Date>) throws -> [Drink] {
+        guard db != nil else { throw StoreError.closed }
+        return try statements.drinks(
+            from: Int64((range.lowerBound.timeIntervalSince1970 * 1000).rounded(.down)),
+            to: Int64((range.upperBound.timeIntervalSince1970 * 1000).rounded(.up)))
+    }
+
+    /// A stream of every durable commit from now on: the anchored query's
+    /// update handler. Ends when the store closes.
+    public func updates() -> AsyncStream<CommittedBatch> {
+        let (stream, continuation) = AsyncStream.makeStream(of: CommittedBatch.self)
+        guard db != nil else {
+            continuation.finish()
+            return stream
+        }
+        let id = UUID()
+        subscribers[id] = continuation
+        continuation.onTermination = { _ in Task { await self.unsubscribe(id) } }
+        return stream
+    }
+
+    private func unsubscribe(_ id: UUID) { subscribers[id] = nil }
+
+    // MARK: Maintenance
+
+    /// Removes tombstones older than the retention period and remembers the
+    /// highest anchor purged. Returns how many were removed.
+    @discardableResult
+    public func purgeTombstones() throws -> Int {
+        guard let db else { throw StoreError.closed }
+        let cutoff = configuration.clock.now().addingTimeInterval(-configuration.tombstoneRetention)
+        let cutoffMs = Int64((cutoff.timeIntervalSince1970 * 1000).rounded())
+        return try db.transaction {
+            guard let highest = try statements.highestExpiredTombstone(before: cutoffMs) else { return 0 }
+            let removed = try statements.purgeTombstones(before: cutoffMs)
+            purgedAnchor = max(purgedAnchor, highest)
+            try statements.setMeta("purged_anchor", purgedAnchor)
+            logger.info("purged tombstones", ["count": "\(removed)", "purgedAnchor": "\(purgedAnchor)"])
+            return removed
+        }
+    }
+
+    public func statistics() -> StoreStatistics {
+        let path = configuration.path
+        func size(_ p: String) -> Int64 {
+            ((try? FileManager.default.attributesOfItem(atPath: p)[.size]) as? NSNumber)?.int64Value ?? 0
+        }
+        return StoreStatistics(
+            anchor: currentAnchor, purgedAnchor: purgedAnchor, commits: commits,
+            fileBytes: size(path) + size(path + "-wal"))
+    }
+
+    /// Commits what is queued, ends the update streams, closes the database
+    /// and stops the store's thread. Later calls fail with `StoreError.closed`.
+    public func close() {
+        flush()
+        for continuation in subscribers.values { continuation.finish() }
+        subscribers = [:]
+        statements.finalize()
+        if let db { try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+        db = nil
+        executor.stop()
+    }
+}

@@ -1,0 +1,160 @@
+import CoffeeDomain
+import Foundation
+import SQLite
+
+/// The store's prepared statements, and the mapping between rows and drinks.
+final class Statements: @unchecked Sendable {
+    private var upsertStatement: Statement?
+    private var lookupStatement: Statement?
+    private var tombstoneStatement: Statement?
+    private var metaStatement: Statement?
+    private let db: Database
+
+    init(_ db: Database) throws {
+        self.db = db
+        // Stored when no record exists, or replaces one with a lower version
+        // (reviving a tombstone too).
+        upsertStatement = try db.prepare(
+            """
+            INSERT INTO records(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms)
+            VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, ?7, ?8)
+            ON CONFLICT(uuid) DO UPDATE SET
+                version = excluded.version, deleted = 0, anchor = excluded.anchor,
+                date_ms = excluded.date_ms, mg = excluded.mg, type = excluded.type,
+                source = excluded.source, changed_ms = excluded.changed_ms
+            WHERE excluded.version > records.version
+            """)
+        lookupStatement = try db.prepare("SELECT version, deleted FROM records WHERE uuid = ?1")
+        tombstoneStatement = try db.prepare(
+            """
+            INSERT INTO records(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms)
+            VALUES (?1, ?2, 1, ?3, NULL, NULL, NULL, NULL, ?4)
+            ON CONFLICT(uuid) DO UPDATE SET
+                version = excluded.version, deleted = 1, anchor = excluded.anchor,
+                date_ms = NULL, mg = NULL, type = NULL, source = NULL, changed_ms = excluded.changed_ms
+            """)
+        metaStatement = try db.prepare("UPDATE meta SET value = ?2 WHERE key = ?1")
+    }
+
+    func finalize() {
+        upsertStatement = nil
+        lookupStatement = nil
+        tombstoneStatement = nil
+        metaStatement = nil
+    }
+
+    /// True when the drink was stored.
+    func upsert(_ drink: Drink, anchor: Int64, now: Int64) throws -> Bool {
+        let s = upsertStatement!
+        try bind(drink.uuid, to: s, at: 1)
+        try s.bind(2, drink.version)
+        try s.bind(3, anchor)
+        try s.bind(4, drink.epochMilliseconds)
+        try s.bind(5, drink.mgCaffeine)
+        try s.bind(6, drink.type?.rawValue)
+        try s.bind(7, drink.source)
+        try s.bind(8, now)
+        try s.run()
+        return db.changes > 0
+    }
+
+    /// The record's version and whether it is a tombstone, if there is one.
+    func lookup(_ uuid: UUID) throws -> (Int64, Bool)? {
+        let s = lookupStatement!
+        defer { s.reset() }
+        try bind(uuid, to: s, at: 1)
+        guard try s.step() else { return nil }
+        return (s.int64(0), s.int64(1) != 0)
+    }
+
+    func tombstone(_ uuid: UUID, version: Int64, anchor: Int64, now: Int64) throws {
+        let s = tombstoneStatement!
+        try bind(uuid, to: s, at: 1)
+        try s.bind(2, version)
+        try s.bind(3, anchor)
+        try s.bind(4, now)
+        try s.run()
+    }
+
+    func setMeta(_ key: String, _ value: Int64) throws {
+        let s = metaStatement!
+        try s.bind(1, key)
+        try s.bind(2, value)
+        try s.run()
+    }
+
+    struct Row {
+        var anchor: Int64
+        var change: Change
+        enum Change { case added(Drink), deleted(Tombstone) }
+    }
+
+    func changes(after anchor: Int64, liveOnly: Bool, limit: Int) throws -> [Row] {
+        let s = try db.prepare(
+            """
+            SELECT uuid, version, deleted, anchor, date_ms, mg, type, source FROM records
+            WHERE anchor > ?1 \(liveOnly ? "AND deleted = 0" : "") ORDER BY anchor LIMIT ?2
+            """)
+        try s.bind(1, anchor)
+        try s.bind(2, Int64(limit))
+        var rows: [Row] = []
+        while try s.step() {
+            let uuid = Self.uuid(s, 0)
+            let version = s.int64(1)
+            if s.int64(2) != 0 {
+                rows.append(Row(anchor: s.int64(3), change: .deleted(Tombstone(uuid: uuid, version: version))))
+            } else {
+                rows.append(Row(anchor: s.int64(3), change: .added(Self.drink(s, uuid: uuid, version: version))))
+            }
+        }
+        return rows
+    }
+
+    func drinks(from: Int64, to: Int64) throws -> [Drink] {
+        let s = try db.prepare(
+            """
+            SELECT uuid, version, deleted, anchor, date_ms, mg, type, source FROM records
+            WHERE deleted = 0 AND date_ms BETWEEN ?1 AND ?2 ORDER BY date_ms
+            """)
+        try s.bind(1, from)
+        try s.bind(2, to)
+        var drinks: [Drink] = []
+        while try s.step() {
+            drinks.append(Self.drink(s, uuid: Self.uuid(s, 0), version: s.int64(1)))
+        }
+        return drinks
+    }
+
+    func highestExpiredTombstone(before cutoff: Int64) throws -> Int64? {
+        let s = try db.prepare("SELECT max(anchor) FROM records WHERE deleted = 1 AND changed_ms < ?1")
+        try s.bind(1, cutoff)
+        guard try s.step(), !s.isNull(0) else { return nil }
+        return s.int64(0)
+    }
+
+    func purgeTombstones(before cutoff: Int64) throws -> Int {
+        let s = try db.prepare("DELETE FROM records WHERE deleted = 1 AND changed_ms < ?1")
+        try s.bind(1, cutoff)
+        try s.run()
+        return db.changes
+    }
+
+    private static func drink(_ s: Statement, uuid: UUID, version: Int64) -> Drink {
+        Drink(
+            uuid: uuid, mgCaffeine: s.double(5), date: Date(timeIntervalSince1970: Double(s.int64(4)) / 1000),
+            version: version, type: s.string(6).flatMap(DrinkType.init(rawValue:)), source: s.string(7))
+    }
+
+    private func bind(_ uuid: UUID, to s: Statement, at index: Int32) throws {
+        var raw = uuid.uuid
+        try withUnsafeBytes(of: &raw) { try s.bind(index, bytes: $0) }
+    }
+
+    private static func uuid(_ s: Statement, _ column: Int32) -> UUID {
+        s.withBlob(column) { bytes in
+            var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            withUnsafeMutableBytes(of: &raw) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes.prefix(16))) }
+            return UUID(uuid: raw)
+        }
+    }
+}

@@ -1,0 +1,42 @@
+/// Why the store refused or failed. A struct around a private code, so that
+/// cases can be added without breaking callers.
+public struct StoreError: Error, CustomStringConvertible, Sendable, Equatable {
+    enum Code: Sendable, Equatable {
+        case anchorExpired
+        case closed
+        case corrupt
+        case newerSchema
+        case io
+    }
+
+    let code: Code
+    public let message: String
+
+    public static func anchorExpired(requested: Int64, purged: Int64) -> StoreError {
+        StoreError(
+            code: .anchorExpired,
+            message:
+                "anchor \(requested) has expired: tombstones up to anchor \(purged) were purged; resync from anchor null")
+    }
+    public static let closed = StoreError(code: .closed, message: "the store is closed")
+    static func corrupt(_ path: String, _ detail: String) -> StoreError {
+        StoreError(
+            code: .corrupt,
+            message: "\(path) is not a usable coffee-tracker database (\(detail)); it was left untouched")
+    }
+    static func newerSchema(_ path: String, found: Int64, supported: Int64) -> StoreError {
+        StoreError(
+            code: .newerSchema,
+            message:
+                "\(path) has schema version \(found), newer than this program supports (\(supported)); it was left untouched — run a newer coffee-tracker"
+        )
+    }
+    static func io(_ detail: String) -> StoreError { StoreError(code: .io, message: detail) }
+
+    public var isAnchorExpired: Bool { code == .anchorExpired }
+    public var isClosed: Bool { code == .closed }
+    public var isCorrupt: Bool { code == .corrupt }
+    public var isNewerSchema: Bool { code == .newerSchema }
+
+    public var description: String { message }
+}

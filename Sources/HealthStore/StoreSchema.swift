@@ -1,0 +1,69 @@
+import SQLite
+
+/// The store's tables, and how a database file is brought up to date.
+///
+/// `PRAGMA application_id` marks the file as ours; `PRAGMA user_version` is
+/// the schema version. A later version adds a step to `migrations`.
+enum StoreSchema {
+    /// "CofT" in ASCII.
+    static let applicationID: Int64 = 0x436F_6654
+    static let currentVersion: Int64 = 1
+
+    /// Version n's step brings a database from version n-1 to n.
+    static let migrations: [Int64: String] = [
+        1: """
+        CREATE TABLE meta(
+            key   TEXT PRIMARY KEY,
+            value INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        INSERT INTO meta(key, value) VALUES ('anchor', 0), ('purged_anchor', 0);
+
+        -- One row per UUID: a live drink or a tombstone.
+        CREATE TABLE records(
+            uuid       BLOB PRIMARY KEY,     -- 16 bytes
+            version    INTEGER NOT NULL,
+            deleted    INTEGER NOT NULL,     -- 0 live, 1 tombstone
+            anchor     INTEGER NOT NULL,     -- anchor of the change that wrote this row
+            date_ms    INTEGER,              -- drink date, ms since 1970 (NULL for tombstones)
+            mg         REAL,
+            type       TEXT,
+            source     TEXT,
+            changed_ms INTEGER NOT NULL      -- wall time of that change, for tombstone retention
+        ) WITHOUT ROWID;
+        CREATE UNIQUE INDEX records_by_anchor ON records(anchor);
+        CREATE INDEX live_by_date ON records(date_ms) WHERE deleted = 0;
+        CREATE INDEX tombstones_by_time ON records(changed_ms) WHERE deleted = 1;
+        """
+    ]
+
+    /// Creates or migrates the schema of `db` at `path`.
+    ///
+    /// - Throws: `StoreError` if the file belongs to another program, is
+    ///   corrupt, or has a newer schema than this build knows; the file is
+    ///   never modified in those cases.
+    static func prepare(_ db: Database, path: String) throws {
+        let appID: Int64
+        let version: Int64
+        do {
+            appID = try db.scalar("PRAGMA application_id") ?? 0
+            version = try db.scalar("PRAGMA user_version") ?? 0
+        } catch {
+            throw error.isCorruption ? StoreError.corrupt(path, error.message) : error
+        }
+        if version > currentVersion { throw StoreError.newerSchema(path, found: version, supported: currentVersion) }
+        if appID != applicationID {
+            let tables = try db.scalar("SELECT count(*) FROM sqlite_schema") ?? 0
+            guard appID == 0 && tables == 0 else {
+                throw StoreError.corrupt(path, "application_id \(appID) with \(tables) tables: not ours")
+            }
+        }
+        guard version < currentVersion else { return }
+        try db.transaction {
+            if version == 0 { try db.execute("PRAGMA application_id = \(applicationID)") }
+            for step in (version + 1)...currentVersion {
+                try db.execute(migrations[step]!)
+            }
+            try db.execute("PRAGMA user_version = \(currentVersion)")
+        }
+    }
+}

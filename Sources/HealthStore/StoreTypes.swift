@@ -1,0 +1,64 @@
+import CoffeeDomain
+import Foundation
+
+/// Drinks to save and deletions to apply together, in one commit.
+public struct WriteBatch: Sendable, Hashable {
+    public var drinks: [Drink]
+    public var deletions: [Deletion]
+
+    public init(drinks: [Drink] = [], deletions: [Deletion] = []) {
+        self.drinks = drinks
+        self.deletions = deletions
+    }
+
+    public var isEmpty: Bool { drinks.isEmpty && deletions.isEmpty }
+    public var count: Int { drinks.count + deletions.count }
+}
+
+/// What one batch did, reported once its commit is durable.
+public struct WriteResult: Sendable, Hashable {
+    /// The anchor of the commit that holds this batch (its last anchor).
+    public var anchor: Int64
+    /// Saves that took effect.
+    public var added: Int
+    /// Saves ignored because a record with the same or a higher version exists.
+    public var duplicates: Int
+    /// Live drinks that became tombstones.
+    public var deleted: Int
+    /// Deletions of UUIDs with no live drink (a tombstone is stored or kept).
+    public var unknown: Int
+
+    public init(anchor: Int64 = 0, added: Int = 0, duplicates: Int = 0, deleted: Int = 0, unknown: Int = 0) {
+        self.anchor = anchor
+        self.added = added
+        self.duplicates = duplicates
+        self.deleted = deleted
+        self.unknown = unknown
+    }
+}
+
+/// A page of changes: the anchored query's answer.
+public struct ChangeSet: Sendable, Hashable {
+    public var added: [Drink]
+    public var deleted: [Tombstone]
+    /// Pass this back to continue; the store's anchor when nothing is left.
+    public var anchor: Int64
+    public var hasMore: Bool
+}
+
+/// One durable commit, as the store's update stream reports it: the
+/// anchored query's update handler. Each UUID appears once, in its final state.
+public struct CommittedBatch: Sendable, Hashable {
+    public var anchor: Int64
+    public var previousAnchor: Int64
+    public var added: [Drink]
+    public var deleted: [Tombstone]
+}
+
+/// Facts about the store for `stats`.
+public struct StoreStatistics: Sendable, Hashable {
+    public var anchor: Int64
+    public var purgedAnchor: Int64
+    public var commits: Int64
+    public var fileBytes: Int64
+}

@@ -1,0 +1,77 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Writes each record as one line to stderr, as text or as a JSON object.
+///
+/// Text: `2026-11-29T13:00:00.000Z info store: committed anchor=42 count=3`,
+/// metadata sorted by key so lines diff cleanly.
+public struct StderrLogHandler: LogHandler {
+    public enum Format: String, Sendable { case text, json }
+    public let format: Format
+
+    public init(format: Format) { self.format = format }
+
+    public func emit(_ record: LogRecord) {
+        var line = Self.render(record, format: format)
+        line.append("\n")
+        // One write(2) per line, so lines from several threads never interleave.
+        var bytes = Array(line.utf8)
+        bytes.withUnsafeMutableBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = write(2, buffer.baseAddress! + offset, buffer.count - offset)
+                if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { break }
+            }
+        }
+    }
+
+    /// The line for `record`, without its newline.
+    public static func render(_ record: LogRecord, format: Format) -> String {
+        let stamp = LogTimestamp.string(record.date)
+        switch format {
+        case .text:
+            var line = "\(stamp) \(record.level.rawValue) \(record.label): \(record.message)"
+            for key in record.metadata.keys.sorted() {
+                line += " \(key)=\(quoteIfNeeded(record.metadata[key]!))"
+            }
+            return line
+        case .json:
+            var object: [String: String] = record.metadata
+            object["at"] = stamp
+            object["level"] = record.level.rawValue
+            object["label"] = record.label
+            object["message"] = record.message
+            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+
+    private static func quoteIfNeeded(_ value: String) -> String {
+        if value.isEmpty || value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }) {
+            let escaped = value.replacingOccurrences(of: "\\", with: "\\\\")
+                .replacingOccurrences(of: "\"", with: "\\\"")
+                .replacingOccurrences(of: "\n", with: "\\n")
+            return "\"\(escaped)\""
+        }
+        return value
+    }
+}
+
+/// UTC timestamps with milliseconds, without a formatter object.
+enum LogTimestamp {
+    static func string(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        let millis = Int((date.timeIntervalSince1970 - Double(seconds)) * 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func pad(_ v: Int32, _ width: Int = 2) -> String {
+            let s = String(v)
+            return String(repeating: "0", count: max(0, width - s.count)) + s
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1))-\(pad(parts.tm_mday))T"
+            + "\(pad(parts.tm_hour)):\(pad(parts.tm_min)):\(pad(parts.tm_sec)).\(pad(Int32(millis), 3))Z"
+    }
+}

@@ -1,0 +1,84 @@
+import CSQLite
+import Foundation
+
+let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// One SQLite connection. Not thread-safe: one owner at a time
+/// (the store's executor thread).
+public final class Database {
+    let handle: OpaquePointer
+    public let path: String
+
+    /// Opens (or creates) the database at `path`.
+    public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        var db: OpaquePointer?
+        let flags =
+            (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(db)
+            throw SQLiteError(code: rc, message: message, context: "opening \(path)")
+        }
+        handle = db
+        self.path = path
+        sqlite3_extended_result_codes(db, 1)
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs one or more statements that return no rows.
+    public func execute(_ sql: String) throws(SQLiteError) {
+        var errmsg: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &errmsg)
+        if rc != SQLITE_OK {
+            let message = errmsg.map { String(cString: $0) } ?? lastMessage
+            sqlite3_free(errmsg)
+            throw SQLiteError(code: rc, message: message, context: "executing \(sql.prefix(80))")
+        }
+    }
+
+    /// A compiled statement, to be reused.
+    public func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else {
+            throw SQLiteError(code: rc, message: lastMessage, context: "preparing \(sql.prefix(80))")
+        }
+        return Statement(stmt, database: self, sql: sql)
+    }
+
+    /// Runs `body` inside `BEGIN IMMEDIATE … COMMIT`, rolling back if it throws.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// The first column of the first row of a query, as an integer.
+    public func scalar(_ sql: String) throws(SQLiteError) -> Int64? {
+        let statement = try prepare(sql)
+        guard try statement.step() else { return nil }
+        return statement.isNull(0) ? nil : statement.int64(0)
+    }
+
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// The single text result of a PRAGMA or query, such as `PRAGMA journal_mode=WAL`.
+    public func text(_ sql: String) throws(SQLiteError) -> String? {
+        let statement = try prepare(sql)
+        guard try statement.step() else { return nil }
+        return statement.string(0)
+    }
+
+    var lastMessage: String { String(cString: sqlite3_errmsg(handle)) }
+}

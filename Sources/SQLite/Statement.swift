@@ -1,0 +1,84 @@
+import CSQLite
+import Foundation
+
+/// A prepared statement. Bind with 1-based indexes, read columns 0-based.
+public final class Statement {
+    let handle: OpaquePointer
+    unowned let database: Database
+    let sql: String
+
+    init(_ handle: OpaquePointer, database: Database, sql: String) {
+        self.handle = handle
+        self.database = database
+        self.sql = sql
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    /// Resets the statement and clears its bindings, ready for the next use.
+    public func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    public func bind(_ index: Int32, _ value: Int64) throws(SQLiteError) {
+        try check(sqlite3_bind_int64(handle, index, value), "binding \(index)")
+    }
+
+    public func bind(_ index: Int32, _ value: Double) throws(SQLiteError) {
+        try check(sqlite3_bind_double(handle, index, value), "binding \(index)")
+    }
+
+    public func bind(_ index: Int32, _ value: String?) throws(SQLiteError) {
+        guard let value else { return try check(sqlite3_bind_null(handle, index), "binding \(index)") }
+        try check(sqlite3_bind_text(handle, index, value, -1, SQLITE_TRANSIENT), "binding \(index)")
+    }
+
+    public func bind(_ index: Int32, bytes: UnsafeRawBufferPointer) throws(SQLiteError) {
+        try check(
+            sqlite3_bind_blob(handle, index, bytes.baseAddress, Int32(bytes.count), SQLITE_TRANSIENT), "binding \(index)")
+    }
+
+    public func bindNull(_ index: Int32) throws(SQLiteError) {
+        try check(sqlite3_bind_null(handle, index), "binding \(index)")
+    }
+
+    /// Advances; true while there is a row to read.
+    public func step() throws(SQLiteError) -> Bool {
+        let rc = sqlite3_step(handle)
+        switch rc {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            throw SQLiteError(code: rc, message: database.lastMessage, context: "running \(sql.prefix(80))")
+        }
+    }
+
+    /// Runs a statement that returns no rows, then resets it.
+    public func run() throws(SQLiteError) {
+        defer { reset() }
+        _ = try step()
+    }
+
+    public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+    public func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    public func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
+
+    public func string(_ column: Int32) -> String? {
+        guard let text = sqlite3_column_text(handle, column) else { return nil }
+        return String(cString: text)
+    }
+
+    /// Calls `body` with the blob's bytes, valid only during the call.
+    public func withBlob<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+        let pointer = sqlite3_column_blob(handle, column)
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return body(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
+    private func check(_ rc: Int32, _ what: String) throws(SQLiteError) {
+        guard rc == SQLITE_OK else {
+            throw SQLiteError(code: rc, message: database.lastMessage, context: "\(what) of \(sql.prefix(80))")
+        }
+    }
+}

@@ -1,0 +1,187 @@
+import CoffeeDomain
+import Foundation
+import SQLite
+import Testing
+
+@testable import HealthStore
+
+@Suite("Store durability, group commit and maintenance")
+struct StoreDurabilityTests {
+    @Test func anchorsSurviveARestartAndAreNeverReused() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var store = try openStore(dir)
+        _ = try await store.save([drink(), drink()])
+        let id = UUID()
+        _ = try await store.delete([Deletion(uuid: id)])
+        await store.close()
+
+        store = try openStore(dir)
+        #expect(await store.anchor == 3)
+        let r = try await store.save([drink()])
+        #expect(r.anchor == 4)
+        await store.close()
+    }
+
+    @Test func anchorOfPurgedHighestTombstoneIsNotReused() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let clock = ManualClock(t0)
+        var store = try openStore(dir, clock: clock)
+        _ = try await store.delete([Deletion(uuid: UUID())])  // anchor 1, the highest
+        clock.advance(by: 31 * 86_400)
+        #expect(try await store.purgeTombstones() == 1)
+        await store.close()
+        store = try openStore(dir, clock: clock)
+        #expect(try await store.save([drink()]).anchor == 2)
+        await store.close()
+    }
+
+    @Test func tombstonesExpireAfterRetentionAndOldAnchorsGetAnchorExpired() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let clock = ManualClock(t0)
+        let store = try openStore(dir, clock: clock)
+        let keep = drink()
+        _ = try await store.save([keep])  // 1
+        _ = try await store.delete([Deletion(uuid: UUID())])  // 2, old
+        clock.advance(by: 29 * 86_400)
+        #expect(try await store.purgeTombstones() == 0)
+        clock.advance(by: 2 * 86_400)
+        _ = try await store.delete([Deletion(uuid: UUID())])  // 3, young
+        #expect(try await store.purgeTombstones() == 1)
+        await #expect(throws: StoreError.self) { try await store.changes(since: 1, limit: 10) }
+        do {
+            _ = try await store.changes(since: 0, limit: 10)
+            Issue.record("expected anchor_expired")
+        } catch let error as StoreError {
+            #expect(error.isAnchorExpired)
+        }
+        // From the purged anchor on, and from null, all is well.
+        #expect(try await store.changes(since: 2, limit: 10).deleted.count == 1)
+        #expect(try await store.changes(since: nil, limit: 10).added == [keep])
+        #expect(await store.statistics().purgedAnchor == 2)
+        await store.close()
+    }
+
+    @Test func concurrentWritersShareCommits() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let writers = 200
+        let results = try await withThrowingTaskGroup(of: WriteResult.self) { group in
+            for i in 0..<writers {
+                group.addTask { try await store.save([drink(at: Double(i))]) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.allSatisfy { $0.added == 1 })
+        #expect(await store.anchor == Int64(writers))
+        let commits = await store.statistics().commits
+        // Group commit: far fewer transactions than writers.
+        #expect(commits < Int64(writers))
+        await store.close()
+    }
+
+    @Test func updateStreamReportsEachCommitWithAnUnbrokenChain() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let stream = await store.updates()
+        let id = UUID()
+        _ = try await store.save([drink(id)])
+        _ = try await store.save([drink(id)])  // duplicate: no commit batch
+        _ = try await store.apply(WriteBatch(drinks: [drink()], deletions: [Deletion(uuid: id)]))
+        await store.close()
+        var batches: [CommittedBatch] = []
+        for await batch in stream { batches.append(batch) }
+        #expect(batches.map(\.previousAnchor) == [0, 1])
+        #expect(batches.map(\.anchor) == [1, 3])
+        #expect(batches[1].deleted == [Tombstone(uuid: id, version: 1)])
+        #expect(batches[1].added.count == 1)
+    }
+
+    @Test func saveThenDeleteInOneCommitReportsFinalStateOnce() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let stream = await store.updates()
+        let id = UUID()
+        _ = try await store.apply(WriteBatch(drinks: [drink(id)], deletions: [Deletion(uuid: id)]))
+        await store.close()
+        var batches: [CommittedBatch] = []
+        for await batch in stream { batches.append(batch) }
+        #expect(batches.count == 1)
+        #expect(batches[0].added.isEmpty)
+        #expect(batches[0].deleted == [Tombstone(uuid: id, version: 1)])
+        #expect(batches[0].anchor == 2)
+    }
+
+    @Test func drinksDatedInARange() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let old = drink(at: -30 * 3600)
+        let recent = drink(at: -3600)
+        let deleted = drink(at: -1800)
+        _ = try await store.save([old, recent, deleted])
+        _ = try await store.delete([Deletion(uuid: deleted.uuid)])
+        let window = try await store.drinks(datedIn: (t0 - 24 * 3600)...t0)
+        #expect(window == [recent])
+        await store.close()
+    }
+
+    @Test func closedStoreRefusesWork() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        await store.close()
+        await #expect(throws: StoreError.closed) { try await store.save([drink()]) }
+    }
+
+    @Test func corruptFileStopsOpeningAndIsLeftUntouched() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let garbage = Data(repeating: 0x42, count: 8192)
+        try garbage.write(to: URL(fileURLWithPath: dir.storePath))
+        #expect {
+            _ = try openStore(dir)
+        } throws: { error in
+            (error as? StoreError)?.isCorrupt == true && "\(error)".contains("store.sqlite")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.storePath)) == garbage)
+    }
+
+    @Test func newerSchemaStopsOpening() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        _ = try await store.save([drink()])
+        await store.close()
+        let db = try Database(path: dir.storePath)
+        try db.execute("PRAGMA user_version = 99")
+        #expect {
+            _ = try openStore(dir)
+        } throws: { error in
+            (error as? StoreError)?.isNewerSchema == true && "\(error)".contains("99")
+        }
+    }
+
+    @Test func someoneElsesDatabaseIsRefused() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let db = try Database(path: dir.storePath)
+        try db.execute("CREATE TABLE unrelated(x)")
+        #expect(throws: StoreError.self) { _ = try openStore(dir) }
+    }
+
+    @Test func storeUsesWALAndFullSync() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        _ = try await store.save([drink()])
+        let db = try Database(path: dir.storePath)
+        #expect(try db.text("PRAGMA journal_mode") == "wal")
+        await store.close()
+    }
+}

@@ -1,0 +1,169 @@
+import CoffeeDomain
+import Foundation
+import Testing
+
+@testable import HealthStore
+
+@Suite("Store rules (PROTOCOL.md §1)")
+struct StoreRulesTests {
+    @Test func saveNewDrinkStoresItAndTakesOneAnchor() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let d = drink()
+        let result = try await store.save([d])
+        #expect(result == WriteResult(anchor: 1, added: 1))
+        let changes = try await store.changes(since: nil, limit: 10)
+        #expect(changes.added == [d])
+        #expect(changes.anchor == 1)
+        #expect(!changes.hasMore)
+        await store.close()
+    }
+
+    @Test func sameOrLowerVersionIsADuplicateAndTakesNoAnchor() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let id = UUID()
+        _ = try await store.save([drink(id, mg: 100, version: 2)])
+        let same = try await store.save([drink(id, mg: 100, version: 2)])
+        let lower = try await store.save([drink(id, mg: 50, version: 1)])
+        #expect(same.duplicates == 1 && same.added == 0)
+        #expect(lower.duplicates == 1 && lower.added == 0)
+        #expect(await store.anchor == 1)
+        let changes = try await store.changes(since: nil, limit: 10)
+        #expect(changes.added.map(\.mgCaffeine) == [100])
+        await store.close()
+    }
+
+    @Test func higherVersionReplaces() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let id = UUID()
+        _ = try await store.save([drink(id, mg: 100, version: 1)])
+        let r = try await store.save([drink(id, mg: 150, version: 2)])
+        #expect(r.added == 1 && r.anchor == 2)
+        let changes = try await store.changes(since: 1, limit: 10)
+        #expect(changes.added.map(\.mgCaffeine) == [150])
+        #expect(changes.added.first?.version == 2)
+        await store.close()
+    }
+
+    @Test func deleteLiveDrinkMakesTombstoneWithMaxVersion() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let a = UUID()
+        let b = UUID()
+        _ = try await store.save([drink(a, version: 3), drink(b, version: 3)])
+        let r = try await store.delete([Deletion(uuid: a, version: 1), Deletion(uuid: b, version: 7)])
+        #expect(r.deleted == 2 && r.unknown == 0 && r.anchor == 4)
+        let changes = try await store.changes(since: 2, limit: 10)
+        #expect(Set(changes.deleted) == [Tombstone(uuid: a, version: 3), Tombstone(uuid: b, version: 7)])
+        #expect(try await store.changes(since: nil, limit: 10).added.isEmpty)
+        await store.close()
+    }
+
+    @Test func deleteOfUnknownUUIDStoresTombstoneThatBlocksLateSave() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let id = UUID()
+        let r = try await store.delete([Deletion(uuid: id, version: 2)])
+        #expect(r.unknown == 1 && r.anchor == 1)
+        // A late save with the tombstone's version or lower stays deleted.
+        let late = try await store.save([drink(id, version: 2)])
+        #expect(late.duplicates == 1 && late.added == 0)
+        #expect(try await store.changes(since: nil, limit: 10).added.isEmpty)
+        // A higher version brings it back.
+        let revived = try await store.save([drink(id, version: 3)])
+        #expect(revived.added == 1)
+        #expect(try await store.changes(since: nil, limit: 10).added.map(\.uuid) == [id])
+        await store.close()
+    }
+
+    @Test func deleteWithoutVersionDefaultsToOne() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let id = UUID()
+        _ = try await store.delete([Deletion(uuid: id)])
+        let changes = try await store.changes(since: 0, limit: 10)
+        #expect(changes.deleted == [Tombstone(uuid: id, version: 1)])
+        await store.close()
+    }
+
+    @Test func deletingTwiceIsANoOp() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let id = UUID()
+        _ = try await store.save([drink(id)])
+        _ = try await store.delete([Deletion(uuid: id)])
+        let again = try await store.delete([Deletion(uuid: id, version: 9)])
+        #expect(again.deleted == 0 && again.unknown == 1)
+        #expect(await store.anchor == 2)
+        #expect(try await store.changes(since: 0, limit: 10).deleted == [Tombstone(uuid: id, version: 1)])
+        await store.close()
+    }
+
+    @Test func orderOfDifferentVersionsDoesNotMatter() async throws {
+        let id = UUID()
+        let v1 = drink(id, mg: 10, version: 1)
+        let v2 = drink(id, mg: 20, version: 2)
+        let v3 = drink(id, mg: 30, version: 3)
+        var finals: Set<Drink> = []
+        for order in [[v1, v2, v3], [v3, v1, v2], [v2, v3, v1], [v3, v2, v1]] {
+            let dir = TemporaryDirectory()
+            defer { dir.cleanup() }
+            let store = try openStore(dir)
+            for d in order { _ = try await store.save([d]) }
+            finals.formUnion(try await store.changes(since: nil, limit: 10).added)
+            await store.close()
+        }
+        #expect(finals == [v3])
+    }
+
+    @Test func aCommitOfKChangesTakesKConsecutiveAnchors() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let drinks = (0..<5).map { drink(at: Double($0)) }
+        let r = try await store.save(drinks)
+        #expect(r.anchor == 5 && r.added == 5)
+        // Paging one at a time sees anchors 1…5, in order, none skipped or repeated.
+        var anchor: Int64? = 0
+        var seen: [UUID] = []
+        var anchors: [Int64] = []
+        while let a = anchor {
+            let page = try await store.changes(since: a, limit: 1)
+            seen += page.added.map(\.uuid)
+            anchors.append(page.anchor)
+            anchor = page.hasMore ? page.anchor : nil
+        }
+        #expect(seen == drinks.map(\.uuid))
+        #expect(anchors == [1, 2, 3, 4, 5])
+        await store.close()
+    }
+
+    @Test func pagingWithNullAnchorReturnsLiveDrinksOnly() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let drinks = (0..<25).map { drink(at: Double($0)) }
+        _ = try await store.save(drinks)
+        _ = try await store.delete([Deletion(uuid: drinks[3].uuid)])
+        var page = try await store.changes(since: nil, limit: 10)
+        var all = page.added
+        #expect(page.hasMore && page.deleted.isEmpty && page.anchor == 11)
+        while page.hasMore {
+            page = try await store.changes(since: page.anchor, limit: 10)
+            all += page.added
+        }
+        #expect(all.count == 24)
+        #expect(!all.contains { $0.uuid == drinks[3].uuid })
+        #expect(page.anchor == 26)
+        await store.close()
+    }
+}
