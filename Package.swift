@@ -42,7 +42,9 @@ let package = Package(
             dependencies: ["CoffeeService", "CoffeeDomain", "ZeroMQ", "Logging"],
             swiftSettings: strict),
 
-        .testTarget(name: "CoffeeDomainTests", dependencies: ["CoffeeDomain"], swiftSettings: strict),
+        .testTarget(
+            name: "CoffeeDomainTests", dependencies: ["CoffeeDomain"], resources: [.copy("Vectors")],
+            swiftSettings: strict),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "CoffeeDomain", "SQLite"], swiftSettings: strict),
         .testTarget(name: "CoffeeModelTests", dependencies: ["CoffeeModel", "HealthStore", "CoffeeDomain"], swiftSettings: strict),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: strict),

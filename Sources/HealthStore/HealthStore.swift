@@ -280,6 +280,14 @@ public actor HealthStore {
             to: Int64((range.upperBound.timeIntervalSince1970 * 1000).rounded(.up)))
     }
 
+    /// Live drinks dated from `start` on, with the anchor they reflect, read
+    /// together: what a model rebuilds from.
+    public func window(datedFrom start: Date) throws -> (drinks: [Drink], anchor: Int64) {
+        guard db != nil else { throw StoreError.closed }
+        let drinks = try statements.drinks(from: Int64((start.timeIntervalSince1970 * 1000).rounded(.down)), to: .max)
+        return (drinks, currentAnchor)
+    }
+
     /// A stream of every durable commit from now on: the anchored query's
     /// update handler. Ends when the store closes.
     public func updates() -> AsyncStream<CommittedBatch> {

@@ -1,0 +1,93 @@
+import CoffeeDomain
+import Foundation
+import Logging
+
+/// The model: the drinks that matter now and the anchor they reflect; the
+/// seed's `CoffeeData`, with the broadcaster as its observer instead of SwiftUI.
+public actor CoffeeData {
+    public let model: CaffeineModel
+    private let clock: any WallClock
+    private let cache: CoffeeDataStore?
+    private let logger = Logger(label: "model")
+
+    /// Current drinks by UUID: the last `CaffeineModel.retention` and any
+    /// dated in the future (which count once their time comes).
+    public private(set) var currentDrinks: [UUID: Drink] = [:]
+    /// The store anchor that `currentDrinks` reflects.
+    public private(set) var anchor: Int64 = 0
+
+    private var observers: [UUID: AsyncStream<Int64>.Continuation] = [:]
+
+    public init(model: CaffeineModel, clock: any WallClock, cache: CoffeeDataStore?) {
+        self.model = model
+        self.clock = clock
+        self.cache = cache
+    }
+
+    /// Replaces the whole state (start-up, resync).
+    public func reset(drinks: [Drink], anchor: Int64) async {
+        currentDrinks = Dictionary(drinks.map { ($0.uuid, $0) }, uniquingKeysWith: { a, b in a.version >= b.version ? a : b })
+        self.anchor = anchor
+        removeOutdatedDrinks()
+        await drinksUpdated()
+    }
+
+    /// Applies changes from the store.
+    ///
+    /// The seed's version ignored a change unless it both added and deleted
+    /// (`&&` in its guard), kept exactly the deleted drinks, and appended new
+    /// drinks without replacing those with the same UUID. Here every change
+    /// applies, deletions remove, and a UUID is held once.
+    public func updateModel(newDrinks: [Drink], deletedDrinks: Set<UUID>, anchor: Int64) async {
+        guard !newDrinks.isEmpty || !deletedDrinks.isEmpty || anchor != self.anchor else { return }
+        for uuid in deletedDrinks { currentDrinks[uuid] = nil }
+        for drink in newDrinks { currentDrinks[drink.uuid] = drink }
+        self.anchor = max(self.anchor, anchor)
+        removeOutdatedDrinks()
+        await drinksUpdated()
+    }
+
+    /// Drops drinks too old to matter. Drinks dated in the future stay: the
+    /// seed dropped them, losing a drink logged a few minutes ahead.
+    func removeOutdatedDrinks() {
+        let cutoff = clock.now() - CaffeineModel.retention
+        currentDrinks = currentDrinks.filter { $0.value.date >= cutoff }
+    }
+
+    /// The drinks, oldest first.
+    public var drinks: [Drink] { currentDrinks.values.sorted { ($0.date, $0.uuid.uuidString) < ($1.date, $1.uuid.uuidString) } }
+
+    /// The model at `at` (default now), if `at` lies where the held drinks
+    /// cover it; otherwise nil and the caller asks the store.
+    public func snapshot(at: Date? = nil) -> ModelSnapshot? {
+        let now = clock.now()
+        let at = at ?? now
+        // Held drinks cover [now - retention, ∞); the model at `at` needs
+        // [at - 26 h, at].
+        guard at >= now else { return nil }
+        return model.snapshot(of: Array(currentDrinks.values), at: at, anchor: anchor)
+    }
+
+    /// A stream of anchors, one after each change to the drinks.
+    public func changes() -> AsyncStream<Int64> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Int64.self, bufferingPolicy: .bufferingNewest(1))
+        let id = UUID()
+        observers[id] = continuation
+        continuation.onTermination = { _ in Task { await self.removeObserver(id) } }
+        return stream
+    }
+
+    private func removeObserver(_ id: UUID) { observers[id] = nil }
+
+    /// Tells observers and saves the cache: the seed's `drinksUpdated()`.
+    private func drinksUpdated() async {
+        for continuation in observers.values { continuation.yield(anchor) }
+        await cache?.save(CoffeeDataStore.Snapshot(anchor: anchor, drinks: drinks))
+    }
+
+    /// Ends the observer streams.
+    public func close() {
+        for continuation in observers.values { continuation.finish() }
+        observers = [:]
+    }
+}

@@ -1,0 +1,87 @@
+import CoffeeDomain
+import Foundation
+import HealthStore
+import Logging
+
+/// The adapter between the model and the store, as the seed's
+/// `HealthKitController`: it saves drinks, loads what changed since its
+/// anchor, and follows the store's commits.
+public actor HealthKitController {
+    private let store: HealthStore
+    private let model: CoffeeData
+    private let cache: CoffeeDataStore?
+    private let clock: any WallClock
+    private let logger = Logger(label: "controller")
+    /// Beyond this many changes behind, rebuilding the window is cheaper than replaying.
+    private let replayLimit: Int64
+
+    public init(store: HealthStore, model: CoffeeData, cache: CoffeeDataStore?, clock: any WallClock, replayLimit: Int64 = 50_000) {
+        self.store = store
+        self.model = model
+        self.cache = cache
+        self.clock = clock
+        self.replayLimit = replayLimit
+    }
+
+    /// Start-up: the cache if it is usable, then catch up with the store.
+    public func load() async throws {
+        let storeAnchor = await store.anchor
+        if let saved = await cache?.load(), saved.anchor <= storeAnchor, storeAnchor - saved.anchor <= replayLimit {
+            await model.reset(drinks: saved.drinks, anchor: saved.anchor)
+            do {
+                try await loadNewData()
+                logger.info("model loaded from cache", ["anchor": "\(saved.anchor)", "drinks": "\(saved.drinks.count)"])
+                return
+            } catch let error as StoreError where error.isAnchorExpired {
+                logger.notice("model cache is older than the store's tombstones; rebuilding")
+            }
+        }
+        try await rebuild()
+    }
+
+    /// Rebuilds the model from the store's window of recent drinks.
+    public func rebuild() async throws {
+        let since = clock.now() - CaffeineModel.retention
+        let (drinks, anchor) = try await store.window(datedFrom: since)
+        await model.reset(drinks: drinks, anchor: anchor)
+        logger.info("model rebuilt from the store", ["anchor": "\(anchor)", "drinks": "\(drinks.count)"])
+    }
+
+    /// Applies every change after the model's anchor: the seed's `loadNewDataFromHealthKit`.
+    ///
+    /// The anchor moves only together with the drinks it covers.
+    public func loadNewData() async throws {
+        var anchor = await model.anchor
+        while true {
+            let page = try await store.changes(since: anchor, limit: 5000)
+            await model.updateModel(
+                newDrinks: page.added, deletedDrinks: Set(page.deleted.map(\.uuid)), anchor: page.anchor)
+            anchor = page.anchor
+            if !page.hasMore { break }
+        }
+    }
+
+    /// Saves drinks to the store; the model follows through `follow(_:)`.
+    public func save(drinks: [Drink]) async throws -> WriteResult {
+        try await store.save(drinks)
+    }
+
+    /// Applies each committed batch; catches up through `changes` when a
+    /// batch does not follow on from the model's anchor.
+    public func follow(_ updates: AsyncStream<CommittedBatch>) async {
+        for await batch in updates {
+            let current = await model.anchor
+            if batch.anchor <= current { continue }
+            if batch.previousAnchor == current {
+                await model.updateModel(
+                    newDrinks: batch.added, deletedDrinks: Set(batch.deleted.map(\.uuid)), anchor: batch.anchor)
+            } else {
+                do {
+                    try await loadNewData()
+                } catch {
+                    logger.error("could not catch up with the store", ["error": "\(error)"])
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A queue into a socket's thread: any thread posts, the owner drains.
+///
+/// Backed by a non-blocking pipe whose read end the owner polls beside its
+/// sockets, so a post wakes a thread blocked in `zmq_poll`. Optionally bounded: a full mailbox
+/// refuses the message and counts it, so a slow consumer never blocks a producer.
+public final class Mailbox<Message: Sendable>: Sendable {
+    /// The read end, to poll.
+    public let fd: Int32
+    private let writeEnd: Int32
+    private let queue = Mutex<[Message]>([])
+    private let capacity: Int
+    private let droppedCount = Atomic<Int>(0)
+
+    public init(capacity: Int = .max) {
+        var ends: [Int32] = [0, 0]
+        let rc = pipe(&ends)
+        precondition(rc == 0, "pipe failed: \(String(cString: strerror(errno)))")
+        for end in ends {
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        }
+        fd = ends[0]
+        writeEnd = ends[1]
+        self.capacity = capacity
+    }
+
+    deinit {
+        Glibc.close(fd)
+        Glibc.close(writeEnd)
+    }
+
+    /// Queues `message`; false (and counted) when the mailbox is full.
+    @discardableResult
+    public func post(_ message: Message) -> Bool {
+        let accepted = queue.withLock { q -> Bool in
+            guard q.count < capacity else { return false }
+            q.append(message)
+            return true
+        }
+        guard accepted else {
+            droppedCount.add(1, ordering: .relaxed)
+            return false
+        }
+        wake()
+        return true
+    }
+
+    /// Wakes the owner without a message (to notice a stop flag, say).
+    public func wake() {
+        // A full pipe already means "wake up"; EAGAIN is fine.
+        var one: UInt8 = 1
+        _ = write(writeEnd, &one, 1)
+    }
+
+    /// Everything queued, oldest first; resets the wake-up.
+    public func drain() -> [Message] {
+        var sink = [UInt8](repeating: 0, count: 256)
+        while read(fd, &sink, sink.count) > 0 {}
+        return queue.withLock { q in
+            let all = q
+            q.removeAll(keepingCapacity: true)
+            return all
+        }
+    }
+
+    public var count: Int { queue.withLock { $0.count } }
+    public var dropped: Int { droppedCount.load(ordering: .relaxed) }
+}

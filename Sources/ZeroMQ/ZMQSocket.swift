@@ -1,0 +1,189 @@
+import CZeroMQ
+import Foundation
+
+/// One ZeroMQ socket.
+///
+/// - Important: a socket belongs to one thread for its whole life. Create it,
+///   use it and close it on that thread (see `SocketLoop`).
+public final class ZMQSocket {
+    public enum Kind: Sendable {
+        case pub, sub, xpub, xsub, router, dealer, req, rep, push, pull, pair
+
+        var raw: Int32 {
+            switch self {
+            case .pub: ZMQ_PUB
+            case .sub: ZMQ_SUB
+            case .xpub: ZMQ_XPUB
+            case .xsub: ZMQ_XSUB
+            case .router: ZMQ_ROUTER
+            case .dealer: ZMQ_DEALER
+            case .req: ZMQ_REQ
+            case .rep: ZMQ_REP
+            case .push: ZMQ_PUSH
+            case .pull: ZMQ_PULL
+            case .pair: ZMQ_PAIR
+            }
+        }
+    }
+
+    private(set) var handle: UnsafeMutableRawPointer?
+    public let kind: Kind
+
+    public init(_ context: ZMQContext, _ kind: Kind) throws(ZMQError) {
+        guard let h = zmq_socket(context.handle, kind.raw) else { throw ZMQError.last("creating a \(kind) socket") }
+        handle = h
+        self.kind = kind
+        // Bounded linger by default, so that closing never hangs shutdown.
+        try setInt(ZMQ_LINGER, 500, "ZMQ_LINGER")
+    }
+
+    deinit { close() }
+
+    /// Closes the socket; pending outgoing messages get the linger period.
+    public func close() {
+        if let h = handle { zmq_close(h) }
+        handle = nil
+    }
+
+    // MARK: Endpoints
+
+    /// Binds, failing with the endpoint named (a taken port is an error, never silent).
+    public func bind(_ endpoint: String) throws(ZMQError) {
+        guard zmq_bind(handle, endpoint) == 0 else { throw ZMQError.last("binding \(endpoint)") }
+    }
+
+    public func connect(_ endpoint: String) throws(ZMQError) {
+        guard zmq_connect(handle, endpoint) == 0 else { throw ZMQError.last("connecting to \(endpoint)") }
+    }
+
+    /// The endpoint last bound, with the real port when bound to `*` or 0.
+    public var lastEndpoint: String {
+        var buffer = [CChar](repeating: 0, count: 1024)
+        var size = buffer.count
+        guard zmq_getsockopt(handle, ZMQ_LAST_ENDPOINT, &buffer, &size) == 0 else { return "" }
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    // MARK: Options
+
+    public func setInt(_ option: Int32, _ value: Int32, _ name: String) throws(ZMQError) {
+        var v = value
+        guard zmq_setsockopt(handle, option, &v, MemoryLayout<Int32>.size) == 0 else {
+            throw ZMQError.last("setting \(name) to \(value)")
+        }
+    }
+
+    public func setInt64(_ option: Int32, _ value: Int64, _ name: String) throws(ZMQError) {
+        var v = value
+        guard zmq_setsockopt(handle, option, &v, MemoryLayout<Int64>.size) == 0 else {
+            throw ZMQError.last("setting \(name) to \(value)")
+        }
+    }
+
+    public func setBytes(_ option: Int32, _ value: [UInt8], _ name: String) throws(ZMQError) {
+        let rc = value.withUnsafeBytes { zmq_setsockopt(handle, option, $0.baseAddress, $0.count) }
+        guard rc == 0 else { throw ZMQError.last("setting \(name)") }
+    }
+
+    /// Send high-water mark: messages queued per peer before PUB drops or others block.
+    public func setSendHighWaterMark(_ n: Int32) throws(ZMQError) { try setInt(ZMQ_SNDHWM, n, "ZMQ_SNDHWM") }
+    public func setReceiveHighWaterMark(_ n: Int32) throws(ZMQError) { try setInt(ZMQ_RCVHWM, n, "ZMQ_RCVHWM") }
+    /// How long pending messages may delay `close()`, in milliseconds.
+    public func setLinger(ms: Int32) throws(ZMQError) { try setInt(ZMQ_LINGER, ms, "ZMQ_LINGER") }
+    /// Largest inbound message; a peer that sends a bigger one is disconnected.
+    public func setMaxMessageSize(_ bytes: Int64) throws(ZMQError) {
+        try setInt64(ZMQ_MAXMSGSIZE, bytes, "ZMQ_MAXMSGSIZE")
+    }
+    public func subscribe(_ prefix: String) throws(ZMQError) { try setBytes(ZMQ_SUBSCRIBE, Array(prefix.utf8), "ZMQ_SUBSCRIBE") }
+    public func setReceiveTimeout(ms: Int32) throws(ZMQError) { try setInt(ZMQ_RCVTIMEO, ms, "ZMQ_RCVTIMEO") }
+    public func setSendTimeout(ms: Int32) throws(ZMQError) { try setInt(ZMQ_SNDTIMEO, ms, "ZMQ_SNDTIMEO") }
+    /// ZMTP heartbeats: ping every `interval` ms, drop the peer after `timeout` ms of silence.
+    public func setHeartbeat(intervalMs: Int32, timeoutMs: Int32) throws(ZMQError) {
+        try setInt(ZMQ_HEARTBEAT_IVL, intervalMs, "ZMQ_HEARTBEAT_IVL")
+        try setInt(ZMQ_HEARTBEAT_TIMEOUT, timeoutMs, "ZMQ_HEARTBEAT_TIMEOUT")
+    }
+    public func setReconnect(intervalMs: Int32, maxMs: Int32) throws(ZMQError) {
+        try setInt(ZMQ_RECONNECT_IVL, intervalMs, "ZMQ_RECONNECT_IVL")
+        try setInt(ZMQ_RECONNECT_IVL_MAX, maxMs, "ZMQ_RECONNECT_IVL_MAX")
+    }
+    /// ROUTER: fail sends to unknown peers instead of dropping them silently.
+    public func setRouterMandatory(_ on: Bool) throws(ZMQError) {
+        try setInt(ZMQ_ROUTER_MANDATORY, on ? 1 : 0, "ZMQ_ROUTER_MANDATORY")
+    }
+
+    // MARK: Messages
+
+    /// Sends all frames as one multipart message.
+    ///
+    /// - Returns: false when `dontWait` is set and the message would block
+    ///   (for PUB: never; PUB drops at the high-water mark instead).
+    @discardableResult
+    public func send(_ frames: [Data], dontWait: Bool = false) throws(ZMQError) -> Bool {
+        for (i, frame) in frames.enumerated() {
+            var flags: Int32 = dontWait ? ZMQ_DONTWAIT : 0
+            if i < frames.count - 1 { flags |= ZMQ_SNDMORE }
+            while true {
+                let rc = frame.withUnsafeBytes { zmq_send(handle, $0.baseAddress, $0.count, flags) }
+                if rc >= 0 { break }
+                let error = ZMQError.last("sending")
+                if error.isInterrupted { continue }
+                if error.isAgain && i == 0 { return false }
+                throw error
+            }
+        }
+        return true
+    }
+
+    public func send(_ strings: [String], dontWait: Bool = false) throws(ZMQError) -> Bool {
+        try send(strings.map { Data($0.utf8) }, dontWait: dontWait)
+    }
+
+    /// Receives one whole multipart message.
+    ///
+    /// - Returns: nil when `dontWait` is set and nothing is waiting, or a
+    ///   receive timeout passed.
+    public func receive(dontWait: Bool = false) throws(ZMQError) -> [Data]? {
+        var frames: [Data] = []
+        while true {
+            var msg = zmq_msg_t()
+            zmq_msg_init(&msg)
+            defer { zmq_msg_close(&msg) }
+            let flags: Int32 = (dontWait || !frames.isEmpty) ? (frames.isEmpty ? ZMQ_DONTWAIT : 0) : 0
+            let rc = zmq_msg_recv(&msg, handle, flags)
+            if rc < 0 {
+                let error = ZMQError.last("receiving")
+                if error.isInterrupted { continue }
+                if error.isAgain && frames.isEmpty { return nil }
+                throw error
+            }
+            frames.append(Data(bytes: zmq_msg_data(&msg), count: zmq_msg_size(&msg)))
+            if zmq_msg_more(&msg) == 0 { return frames }
+        }
+    }
+
+    // MARK: Polling
+
+    /// Waits until one of `items` is ready or `timeoutMs` passes (-1: forever).
+    /// Returns which items are readable.
+    public static func poll(_ items: [PollItem], timeoutMs: Int) throws(ZMQError) -> [Bool] {
+        var raw = items.map { item -> zmq_pollitem_t in
+            switch item {
+            case .socket(let s): zmq_pollitem_t(socket: s.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0)
+            case .fd(let fd): zmq_pollitem_t(socket: nil, fd: fd, events: Int16(ZMQ_POLLIN), revents: 0)
+            }
+        }
+        let rc = zmq_poll(&raw, Int32(raw.count), timeoutMs)
+        if rc < 0 {
+            let error = ZMQError.last("polling")
+            if error.isInterrupted { return items.map { _ in false } }
+            throw error
+        }
+        return raw.map { $0.revents & Int16(ZMQ_POLLIN) != 0 }
+    }
+
+    public enum PollItem {
+        case socket(ZMQSocket)
+        case fd(Int32)
+    }
+}

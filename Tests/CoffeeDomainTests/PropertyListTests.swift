@@ -1,0 +1,45 @@
+import CoffeeDomain
+import Foundation
+import Testing
+
+/// The watch app's own `CoffeeTracker.plist`: an array of `{mgCaffeine, date, uuid}`.
+@Suite("CoffeeTracker.plist")
+struct PropertyListTests {
+    /// The sample app's `Drink`, exactly as it encodes.
+    struct SampleDrink: Codable {
+        var mgCaffeine: Double
+        var date: Date
+        var uuid: UUID
+    }
+
+    func decode(_ data: Data) throws -> [Drink] {
+        let inputs = try PropertyListDecoder().decode([DrinkInput].self, from: data)
+        let validator = DrinkValidator()
+        return try inputs.map { try validator.drink(from: $0, now: .distantFuture, defaultSource: "inbox") }
+    }
+
+    @Test(arguments: ["CoffeeTracker", "CoffeeTracker-xml"])
+    func vectorFileReads(name: String) throws {
+        let url = Bundle.module.url(forResource: "Vectors/\(name)", withExtension: "plist")!
+        let drinks = try decode(Data(contentsOf: url))
+        #expect(drinks.map(\.uuid.uuidString) == [
+            "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C01", "0B8E5A52-1D2C-4C3F-8F6A-2E9B7D1C4A02",
+            "C7D2E1F0-5A4B-4C3D-9E8F-1A2B3C4D5E03",
+        ])
+        #expect(drinks.map(\.mgCaffeine) == [96, 128, 64])
+        #expect(RFC3339.string(drinks[0].date) == "2026-11-29T12:30:00.000Z")
+    }
+
+    @Test func writtenByFoundationsEncoderReads() throws {
+        let sample = [
+            SampleDrink(mgCaffeine: 64, date: Date(timeIntervalSince1970: 1_796_000_000.5), uuid: UUID()),
+            SampleDrink(mgCaffeine: 18, date: Date(timeIntervalSince1970: 1_796_003_600), uuid: UUID()),
+        ]
+        let encoder = PropertyListEncoder()
+        encoder.outputFormat = .binary
+        let drinks = try decode(try encoder.encode(sample))
+        #expect(drinks.map(\.uuid) == sample.map(\.uuid))
+        #expect(drinks.map(\.date) == sample.map(\.date))
+        #expect(drinks.map(\.mgCaffeine) == [64, 18])
+    }
+}

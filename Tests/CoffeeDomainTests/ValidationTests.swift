@@ -1,0 +1,111 @@
+import CoffeeDomain
+import Foundation
+import Testing
+
+@Suite("Validation and decoding (PROTOCOL.md §1)")
+struct ValidationTests {
+    let now = RFC3339.parse("2026-11-29T13:00:00Z")!
+    let decoder = BatchDecoder()
+    let id = "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C01"
+
+    func drinks(_ json: String) throws(ValidationError) -> [Drink] {
+        try decoder.drinks(json: Data(json.utf8), now: now, source: "bus")
+    }
+
+    func error(_ json: String) -> ValidationError? {
+        do {
+            _ = try drinks(json)
+            return nil
+        } catch { return error }
+    }
+
+    @Test func fullDrinkDecodes() throws {
+        let d = try drinks(
+            #"{"uuid":"\#(id.lowercased())","mgCaffeine":96,"date":"2026-11-29T09:15:00.250+01:00","type":"smallCoffee","version":3,"source":"phone","extra":1}"#
+        )
+        #expect(d.count == 1)
+        #expect(d[0].uuid.uuidString == id)
+        #expect(RFC3339.string(d[0].date) == "2026-11-29T08:15:00.250Z")
+        #expect(d[0].version == 3 && d[0].type == .smallCoffee && d[0].source == "phone")
+    }
+
+    @Test func typeGivesServingSizeAndEpochDatesWork() throws {
+        let d = try drinks(#"[{"uuid":"\#(id)","type":"doubleEspresso","date":1795950000}]"#)
+        #expect(d[0].mgCaffeine == 128)
+        #expect(d[0].date == Date(timeIntervalSince1970: 1_795_950_000))
+        #expect(d[0].source == "bus" && d[0].version == 1)
+    }
+
+    @Test(arguments: [
+        (#"{"mgCaffeine":5,"date":"2026-11-29T08:00:00Z"}"#, "uuid", "is required"),
+        (#"{"uuid":"nope","mgCaffeine":5,"date":"2026-11-29T08:00:00Z"}"#, "uuid", "must be a UUID"),
+        (#"{"uuid":"ID","date":"2026-11-29T08:00:00Z"}"#, "mgCaffeine", "is required unless type"),
+        (#"{"uuid":"ID","mgCaffeine":-5,"date":"2026-11-29T08:00:00Z"}"#, "mgCaffeine", "must be > 0, got -5"),
+        (#"{"uuid":"ID","mgCaffeine":0,"date":"2026-11-29T08:00:00Z"}"#, "mgCaffeine", "must be > 0"),
+        (#"{"uuid":"ID","mgCaffeine":1001,"date":"2026-11-29T08:00:00Z"}"#, "mgCaffeine", "must be <= 1000"),
+        (#"{"uuid":"ID","mgCaffeine":"5","date":"2026-11-29T08:00:00Z"}"#, "mgCaffeine", "must be a number"),
+        (#"{"uuid":"ID","mgCaffeine":5}"#, "date", "is required"),
+        (#"{"uuid":"ID","mgCaffeine":5,"date":"2026-11-29 08:00"}"#, "date", "RFC 3339"),
+        (#"{"uuid":"ID","mgCaffeine":5,"date":"2026-11-29T08:00:00"}"#, "date", "RFC 3339"),
+        (#"{"uuid":"ID","mgCaffeine":5,"date":"2026-02-30T08:00:00Z"}"#, "date", "RFC 3339"),
+        (#"{"uuid":"ID","mgCaffeine":5,"date":"2026-11-29T13:05:01Z"}"#, "date", "in the future"),
+        (#"{"uuid":"ID","type":"latte","date":"2026-11-29T08:00:00Z"}"#, "type", "must be one of"),
+        (#"{"uuid":"ID","mgCaffeine":5,"date":"2026-11-29T08:00:00Z","version":0}"#, "version", "must be >= 1"),
+        (#"{"uuid":"ID","mgCaffeine":5,"date":"2026-11-29T08:00:00Z","version":1.5}"#, "version", "must be an integer"),
+        (#"{"uuid":"ID","mgCaffeine":5,"date":"2026-11-29T08:00:00Z","source":"\#(String(repeating: "x", count: 129))"}"#, "source", "at most 128 bytes"),
+    ])
+    func ruleBreakingFieldIsNamed(json: String, field: String, rule: String) {
+        let e = error(json.replacingOccurrences(of: "ID", with: id))
+        #expect(e?.field == field)
+        #expect(e?.rule.contains(rule) == true, "\(String(describing: e))")
+    }
+
+    @Test func exactlyAtSkewLimitIsAccepted() throws {
+        #expect(try drinks(#"{"uuid":"\#(id)","mgCaffeine":5,"date":"2026-11-29T13:05:00Z"}"#).count == 1)
+    }
+
+    @Test func arrayErrorNamesTheElementAndNothingIsReturned() {
+        let e = error(
+            #"[{"uuid":"\#(id)","mgCaffeine":5,"date":"2026-11-29T08:00:00Z"}, 7, {"uuid":"\#(id)","mgCaffeine":-1,"date":"2026-11-29T08:00:00Z"}]"#
+        )
+        #expect(e?.index == 1)
+        #expect(e?.description == "element 1: must be an object")
+    }
+
+    @Test func messageNamesElementFieldAndRule() {
+        let e = error(#"[{"uuid":"\#(id)","mgCaffeine":-5,"date":"2026-11-29T08:00:00Z"}]"#)
+        #expect(e?.description == "element 0: mgCaffeine must be > 0, got -5")
+    }
+
+    @Test(arguments: ["", "nope", "42", "{\"uuid\":", "[1,"])
+    func malformedBodies(body: String) {
+        #expect(error(body) != nil)
+    }
+
+    @Test func deletions() throws {
+        let d = try decoder.deletions(json: Data(#"[{"uuid":"\#(id)","version":2},{"uuid":"\#(id)"}]"#.utf8))
+        #expect(d == [Deletion(uuid: UUID(uuidString: id)!, version: 2), Deletion(uuid: UUID(uuidString: id)!)])
+        #expect(throws: ValidationError.self) { try decoder.deletions(json: Data(#"{"version":2}"#.utf8)) }
+    }
+
+    @Test func rfc3339RoundTripsAndRejectsJunk() {
+        #expect(RFC3339.string(RFC3339.parse("2026-11-29T09:15:00.250+01:00")!) == "2026-11-29T08:15:00.250Z")
+        #expect(RFC3339.string(RFC3339.parse("2024-02-29T23:59:59.9996-00:30")!) == "2024-03-01T00:30:00.000Z")
+        #expect(RFC3339.string(Date(timeIntervalSince1970: -1)) == "1969-12-31T23:59:59.000Z")
+        for junk in ["2026-13-01T00:00:00Z", "2026-11-29T24:00:00Z", "2026-11-29T08:00:00+1:00", "2026-11-29T08:00:00.Z",
+            "2026-11-29T08:00:00Zjunk", "2023-02-29T08:00:00Z"]
+        {
+            #expect(RFC3339.parse(junk) == nil, "\(junk)")
+        }
+    }
+
+    @Test func wireFormatOfADrink() {
+        let d = Drink(
+            uuid: UUID(uuidString: id)!, mgCaffeine: 143.2, date: RFC3339.parse("2026-11-29T08:15:00Z")!, version: 2,
+            type: .mediumCoffee, source: "bus")
+        #expect(
+            WireFormat.json(d).serialized()
+                == #"{"uuid":"\#(id)","mgCaffeine":143.2,"date":"2026-11-29T08:15:00.000Z","version":2,"type":"mediumCoffee","source":"bus"}"#
+        )
+    }
+}

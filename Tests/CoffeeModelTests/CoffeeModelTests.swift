@@ -1,0 +1,171 @@
+import CoffeeDomain
+import Foundation
+import HealthStore
+import Testing
+
+@testable import CoffeeModel
+
+struct Fixture {
+    let dir: URL
+    let clock = ManualClock(RFC3339.parse("2026-11-29T13:00:00Z")!)
+
+    init() {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("ct-model-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    }
+
+    var cacheURL: URL { dir.appendingPathComponent("model.plist") }
+    func store() throws -> HealthStore {
+        try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path, clock: clock))
+    }
+    func model(cache: CoffeeDataStore? = nil) -> CoffeeData {
+        CoffeeData(model: CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!), clock: clock, cache: cache)
+    }
+    func drink(_ offset: TimeInterval, mg: Double = 100) -> Drink {
+        Drink(mgCaffeine: mg, date: clock.now() + offset)
+    }
+    func cleanup() { try? FileManager.default.removeItem(at: dir) }
+}
+
+@Suite("CoffeeData: the seed's bugs stay fixed")
+struct CoffeeDataTests {
+    /// Seed bug: `guard !newDrinks.isEmpty && !deletedDrinks.isEmpty` ignored add-only changes.
+    @Test func addOnlyChangeApplies() async {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let m = f.model()
+        await m.updateModel(newDrinks: [f.drink(-60)], deletedDrinks: [], anchor: 1)
+        #expect(await m.currentDrinks.count == 1)
+    }
+
+    /// Same guard: delete-only changes were ignored too.
+    @Test func deleteOnlyChangeApplies() async {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let m = f.model()
+        let a = f.drink(-60)
+        await m.updateModel(newDrinks: [a], deletedDrinks: [], anchor: 1)
+        await m.updateModel(newDrinks: [], deletedDrinks: [a.uuid], anchor: 2)
+        #expect(await m.currentDrinks.isEmpty)
+        #expect(await m.anchor == 2)
+    }
+
+    /// Seed bug: the filter kept exactly the deleted drinks.
+    @Test func deletingOneKeepsTheOthers() async {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let m = f.model()
+        let a = f.drink(-60)
+        let b = f.drink(-120)
+        await m.updateModel(newDrinks: [a, b], deletedDrinks: [], anchor: 2)
+        await m.updateModel(newDrinks: [], deletedDrinks: [a.uuid], anchor: 3)
+        #expect(await m.drinks == [b])
+    }
+
+    /// Seed bug: new drinks were appended without de-duplication by UUID.
+    @Test func sameUUIDIsHeldOnce() async {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let m = f.model()
+        var a = f.drink(-60, mg: 100)
+        await m.updateModel(newDrinks: [a], deletedDrinks: [], anchor: 1)
+        a.mgCaffeine = 150
+        a.version = 2
+        await m.updateModel(newDrinks: [a], deletedDrinks: [], anchor: 2)
+        #expect(await m.drinks == [a])
+    }
+
+    /// Seed bug: `removeOutdatedDrinks` dropped drinks dated in the future.
+    @Test func futureDrinksAreKeptAndCountOnceDue() async {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let m = f.model()
+        let future = f.drink(240)
+        await m.updateModel(newDrinks: [future, f.drink(-30 * 3600)], deletedDrinks: [], anchor: 2)
+        #expect(await m.drinks == [future])
+        #expect(await m.snapshot()?.mgCaffeine == 0)
+        f.clock.advance(by: 240)
+        #expect(await m.snapshot()?.mgCaffeine == 100)
+    }
+
+    /// Seed bug: the anchor was saved before the model, so a crash in between
+    /// lost changes. The cache holds both, written together.
+    @Test func cacheHoldsDrinksAndTheirAnchorTogether() async throws {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let cache = CoffeeDataStore(url: f.cacheURL)
+        let m = f.model(cache: cache)
+        let a = f.drink(-60)
+        await m.updateModel(newDrinks: [a], deletedDrinks: [], anchor: 5)
+        let saved = try PropertyListDecoder().decode(CoffeeDataStore.Snapshot.self, from: Data(contentsOf: f.cacheURL))
+        #expect(saved == CoffeeDataStore.Snapshot(anchor: 5, drinks: [a]))
+    }
+
+    @Test func cacheRoundTripsAndSkipsUnchangedWrites() async throws {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let cache = CoffeeDataStore(url: f.cacheURL)
+        let snapshot = CoffeeDataStore.Snapshot(anchor: 9, drinks: [f.drink(-60), f.drink(-7200, mg: 47)])
+        #expect(await cache.save(snapshot))
+        #expect(await cache.save(snapshot) == false)
+        let fresh = CoffeeDataStore(url: f.cacheURL)
+        #expect(await fresh.load() == snapshot)
+        // The file is a binary property list.
+        #expect(try Data(contentsOf: f.cacheURL).prefix(8) == Data("bplist00".utf8))
+    }
+
+    /// Seed bug: `load()` called `fatalError` on a corrupt file.
+    @Test func corruptCacheIsRebuiltFromTheStore() async throws {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let store = try f.store()
+        let a = f.drink(-60)
+        let old = f.drink(-40 * 3600)
+        _ = try await store.save([a, old])
+        try Data("not a plist".utf8).write(to: f.cacheURL)
+        let cache = CoffeeDataStore(url: f.cacheURL)
+        let m = f.model(cache: cache)
+        let controller = HealthKitController(store: store, model: m, cache: cache, clock: f.clock)
+        try await controller.load()
+        #expect(await m.drinks == [a])
+        #expect(await m.anchor == 2)
+        #expect(await cache.load()?.anchor == 2)
+        await store.close()
+    }
+
+    @Test func startUpLoadsCacheThenCatchesUp() async throws {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let store = try f.store()
+        let a = f.drink(-60)
+        _ = try await store.save([a])
+        let cache = CoffeeDataStore(url: f.cacheURL)
+        await cache.save(.init(anchor: 1, drinks: [a]))
+        let b = f.drink(-30)
+        _ = try await store.save([b])
+        _ = try await store.delete([Deletion(uuid: a.uuid)])
+        let m = f.model(cache: cache)
+        try await HealthKitController(store: store, model: m, cache: cache, clock: f.clock).load()
+        #expect(await m.drinks == [b])
+        #expect(await m.anchor == 3)
+        await store.close()
+    }
+
+    @Test func controllerFollowsCommits() async throws {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let store = try f.store()
+        let m = f.model()
+        let controller = HealthKitController(store: store, model: m, cache: nil, clock: f.clock)
+        try await controller.load()
+        let updates = await store.updates()
+        let changes = await m.changes()
+        let follower = Task { await controller.follow(updates) }
+        let a = f.drink(-60)
+        _ = try await controller.save(drinks: [a])
+        for await anchor in changes where anchor == 1 { break }
+        #expect(await m.drinks == [a])
+        await store.close()
+        await follower.value
+    }
+}
