@@ -46,7 +46,7 @@ public struct BatchDecoder: Sendable {
 
     /// Decodes a JSON object, or an array of them, into `T`s; an element that
     /// is not an object comes back as nil so that it can be named.
-    public static func decode<T: Decodable>(_: T.Type, json data: Data) throws(ValidationError) -> ([T?], Bool) {
+    public static func decode<T: Decodable & Sendable>(_: T.Type, json data: Data) throws(ValidationError) -> ([T?], Bool) {
         guard let first = data.first(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }) else {
             throw ValidationError(rule: "body is empty; expected a JSON object or array")
         }
@@ -88,9 +88,9 @@ public struct BatchDecoder: Sendable {
 }
 
 /// An array element that may fail to decode without failing the array.
-struct Lenient<T: Decodable>: Decodable {
-    var value: T?
-    init(from decoder: any Decoder) throws {
+public struct Lenient<T: Decodable & Sendable>: Decodable, Sendable {
+    public var value: T?
+    public init(from decoder: any Decoder) throws {
         value = try? T(from: decoder)
     }
 }

@@ -42,7 +42,7 @@ public struct DrinkInput: Decodable, Sendable {
         date = Self.dateField(c, .date)
     }
 
-    static func field<T: Decodable & Sendable, K: CodingKey>(
+    public static func field<T: Decodable & Sendable, K: CodingKey>(
         _ c: KeyedDecodingContainer<K>, _ key: K, _ expected: String
     ) -> InputField<T> {
         guard c.contains(key), (try? c.decodeNil(forKey: key)) != true else { return .absent }
@@ -50,7 +50,7 @@ public struct DrinkInput: Decodable, Sendable {
         return .wrongType(expected: expected)
     }
 
-    static func dateField<K: CodingKey>(_ c: KeyedDecodingContainer<K>, _ key: K) -> InputField<InputDate> {
+    public static func dateField<K: CodingKey>(_ c: KeyedDecodingContainer<K>, _ key: K) -> InputField<InputDate> {
         guard c.contains(key), (try? c.decodeNil(forKey: key)) != true else { return .absent }
         if let s = try? c.decode(String.self, forKey: key) { return .value(.text(s)) }
         if let n = try? c.decode(Double.self, forKey: key) { return .value(.epochSeconds(n)) }

@@ -127,7 +127,7 @@ public struct DrinkValidator: Sendable {
         }
     }
 
-    static func date(_ raw: InputDate, field: String) throws(ValidationError) -> Date {
+    public static func date(_ raw: InputDate, field: String) throws(ValidationError) -> Date {
         switch raw {
         case .date(let d):
             return Drink.normalized(d)

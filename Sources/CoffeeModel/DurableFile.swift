@@ -14,6 +14,12 @@ public enum DurableFile {
         public let operation: String
         public let errno: Int32
         public var description: String { "\(operation) \(path): \(String(cString: strerror(errno)))" }
+
+        public init(path: String, operation: String, errno: Int32) {
+            self.path = path
+            self.operation = operation
+            self.errno = errno
+        }
     }
 
     /// Replaces the file at `url` with `data`, atomically and durably.

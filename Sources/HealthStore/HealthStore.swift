@@ -2,6 +2,7 @@ import CoffeeDomain
 import Foundation
 import Logging
 import SQLite
+import Synchronization
 
 /// The anchored store: HealthKit's role in the seed.
 ///
@@ -42,7 +43,7 @@ public actor HealthStore {
     private var purgedAnchor: Int64
     private var commits: Int64 = 0
 
-    private struct Pending {
+    private struct Pending: Sendable {
         var batch: WriteBatch
         var completion: @Sendable (Result<WriteResult, any Error>) -> Void
     }
@@ -98,11 +99,38 @@ public actor HealthStore {
     /// Queues `batch` without waiting; `completion` runs on the store's
     /// thread once the commit is durable (or failed). For producers such as
     /// the bus, which must not wait one commit per message.
+    ///
+    /// Batches submitted from one thread are committed in the order submitted.
     public nonisolated func submit(
         _ batch: WriteBatch, completion: @escaping @Sendable (Result<WriteResult, any Error>) -> Void
     ) {
-        Task { await self.enqueue(batch, completion: completion) }
+        let schedule = submitted.withLock { state -> Bool in
+            state.items.append(Pending(batch: batch, completion: completion))
+            if state.scheduled { return false }
+            state.scheduled = true
+            return true
+        }
+        if schedule { Task { await self.takeSubmitted() } }
     }
+
+    private struct Submitted: Sendable {
+        var items: [Pending] = []
+        var scheduled = false
+    }
+    private nonisolated let submitted = Mutex(Submitted())
+
+    private func takeSubmitted() {
+        let items = submitted.withLock { state -> [Pending] in
+            let items = state.items
+            state.items = []
+            state.scheduled = false
+            return items
+        }
+        for item in items { enqueue(item.batch, completion: item.completion) }
+    }
+
+    /// Changes submitted but not yet committed, for back-pressure.
+    public nonisolated var backlog: Int { submitted.withLock { $0.items.reduce(0) { $0 + $1.batch.count } } }
 
     private func enqueue(_ batch: WriteBatch, completion: @escaping @Sendable (Result<WriteResult, any Error>) -> Void) {
         guard db != nil else { return completion(.failure(StoreError.closed)) }

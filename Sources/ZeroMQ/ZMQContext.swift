@@ -27,3 +27,18 @@ public final class ZMQContext: @unchecked Sendable {
     /// Whether libzmq was built with CURVE security.
     public static var hasCurve: Bool { zmq_has("curve") != 0 }
 }
+
+/// A CURVE key pair in Z85 text (40 characters each).
+public struct CurveKeyPair: Sendable {
+    public let publicKey: String
+    public let secretKey: String
+
+    /// A new random key pair.
+    public static func generate() throws(ZMQError) -> CurveKeyPair {
+        var pub = [CChar](repeating: 0, count: 41)
+        var sec = [CChar](repeating: 0, count: 41)
+        guard zmq_curve_keypair(&pub, &sec) == 0 else { throw ZMQError.last("generating a CURVE key pair") }
+        func text(_ c: [CChar]) -> String { String(decoding: c.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+        return CurveKeyPair(publicKey: text(pub), secretKey: text(sec))
+    }
+}

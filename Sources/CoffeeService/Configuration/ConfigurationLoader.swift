@@ -1,0 +1,180 @@
+import CoffeeDomain
+import Foundation
+import Logging
+
+/// Reads the JSON configuration file strictly: an unknown key, a wrong type
+/// or an impossible value stops start-up with a message naming the key.
+public enum ConfigurationLoader {
+    /// Loads `path`. Relative paths inside it are resolved against its folder.
+    public static func load(path: String) throws -> ServiceConfiguration {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigurationError(message: "\(path): cannot read the configuration file (\(error.localizedDescription))")
+        }
+        let folder = (URL(fileURLWithPath: path).deletingLastPathComponent().path)
+        return try parse(data, file: path, relativeTo: folder)
+    }
+
+    /// The embedded defaults, with paths relative to `folder`.
+    public static func defaults(relativeTo folder: String) -> ServiceConfiguration {
+        var c = ServiceConfiguration()
+        c.dataDirectory = resolve(c.dataDirectory, folder)
+        c.inboxDirectory = resolve(c.inboxDirectory, folder)
+        return c
+    }
+
+    public static func parse(_ data: Data, file: String, relativeTo folder: String) throws -> ServiceConfiguration {
+        let root: Any
+        do {
+            root = try JSONSerialization.jsonObject(with: data)
+        } catch {
+            throw ConfigurationError(message: "\(file): not valid JSON (\(BatchDecoder.describe(error)))")
+        }
+        let reader = Reader(file: file)
+        guard let top = root as? [String: Any] else { throw reader.fail("", "must be a JSON object") }
+        var c = ServiceConfiguration()
+        c.dataDirectory = "../data"
+        c.inboxDirectory = "../inbox"
+        try reader.keys(top, "", allowed: [
+            "dataDirectory", "inboxDirectory", "ingest", "updates", "query", "model", "publish", "store", "limits", "log",
+        ])
+        if let v = try reader.string(top, "dataDirectory") { c.dataDirectory = v }
+        if let v = try reader.string(top, "inboxDirectory") { c.inboxDirectory = v }
+        c.dataDirectory = resolve(c.dataDirectory, folder)
+        c.inboxDirectory = resolve(c.inboxDirectory, folder)
+
+        if let s = try reader.section(top, "ingest", allowed: ["bind", "connect", "receiveHighWaterMark"]) {
+            if let v = try reader.endpoints(s, "ingest.bind") { c.ingestBind = v }
+            if let v = try reader.endpoints(s, "ingest.connect") { c.ingestConnect = v }
+            if let v = try reader.int(s, "ingest.receiveHighWaterMark", min: 0) { c.ingestReceiveHighWaterMark = v }
+        }
+        if let s = try reader.section(top, "updates", allowed: ["bind", "sendHighWaterMark"]) {
+            if let v = try reader.endpoints(s, "updates.bind") { c.updatesBind = v }
+            if let v = try reader.int(s, "updates.sendHighWaterMark", min: 0) { c.updatesSendHighWaterMark = v }
+        }
+        if let s = try reader.section(top, "query", allowed: ["bind"]) {
+            if let v = try reader.endpoints(s, "query.bind") { c.queryBind = v }
+        }
+        if let s = try reader.section(top, "model", allowed: ["halfLifeHours", "timeZone"]) {
+            if let v = try reader.number(s, "model.halfLifeHours", above: 0, max: 48) { c.halfLifeHours = v }
+            if let v = try reader.string(s, "model.timeZone") {
+                guard TimeZone(identifier: v) != nil else {
+                    throw reader.fail("model.timeZone", "must be an IANA time zone name such as Europe/Berlin, got \"\(v)\"")
+                }
+                c.timeZone = v
+            }
+        }
+        if let s = try reader.section(top, "publish", allowed: ["modelIntervalMs", "refreshIntervalS", "heartbeatIntervalS"]) {
+            if let v = try reader.int(s, "publish.modelIntervalMs", min: 1) { c.modelIntervalMs = v }
+            if let v = try reader.number(s, "publish.refreshIntervalS", above: 0) { c.refreshIntervalS = v }
+            if let v = try reader.number(s, "publish.heartbeatIntervalS", above: 0) { c.heartbeatIntervalS = v }
+        }
+        if let s = try reader.section(top, "store", allowed: ["tombstoneRetentionDays"]) {
+            if let v = try reader.number(s, "store.tombstoneRetentionDays", above: 0) { c.tombstoneRetentionDays = v }
+        }
+        if let s = try reader.section(
+            top, "limits", allowed: ["maxMgCaffeine", "maxFutureSkewS", "maxMessageBytes", "maxFileBytes"])
+        {
+            if let v = try reader.number(s, "limits.maxMgCaffeine", above: 0) { c.maxMgCaffeine = v }
+            if let v = try reader.number(s, "limits.maxFutureSkewS", above: -1) { c.maxFutureSkewS = v }
+            if let v = try reader.int(s, "limits.maxMessageBytes", min: 64) { c.maxMessageBytes = v }
+            if let v = try reader.int(s, "limits.maxFileBytes", min: 1) { c.maxFileBytes = v }
+        }
+        if let s = try reader.section(top, "log", allowed: ["level", "format"]) {
+            if let v = try reader.string(s, "log.level") {
+                guard let level = Logger.Level(rawValue: v) else {
+                    throw reader.fail(
+                        "log.level", "must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(v)\"")
+                }
+                c.logLevel = level
+            }
+            if let v = try reader.string(s, "log.format") {
+                guard let format = StderrLogHandler.Format(rawValue: v) else {
+                    throw reader.fail("log.format", "must be text or json, got \"\(v)\"")
+                }
+                c.logFormat = format
+            }
+        }
+        return c
+    }
+
+    static func resolve(_ path: String, _ folder: String) -> String {
+        let joined = path.hasPrefix("/") ? path : (folder as NSString).appendingPathComponent(path)
+        return (joined as NSString).standardizingPath
+    }
+
+    /// Typed access to a JSON object, with errors that name the key.
+    struct Reader {
+        let file: String
+
+        func fail(_ key: String, _ rule: String) -> ConfigurationError {
+            ConfigurationError(message: key.isEmpty ? "\(file): \(rule)" : "\(file): \(key) \(rule)")
+        }
+
+        func keys(_ object: [String: Any], _ prefix: String, allowed: Set<String>) throws {
+            for key in object.keys.sorted() where !allowed.contains(key) {
+                throw ConfigurationError(
+                    message: "\(file): unknown key \"\(prefix)\(key)\"; known keys here: \(allowed.sorted().joined(separator: ", "))")
+            }
+        }
+
+        func section(_ object: [String: Any], _ key: String, allowed: Set<String>) throws -> [String: Any]? {
+            guard let raw = object[key] else { return nil }
+            guard let s = raw as? [String: Any] else { throw fail(key, "must be an object") }
+            try keys(s, key + ".", allowed: allowed)
+            return s
+        }
+
+        private func leaf(_ path: String) -> String { String(path.split(separator: ".").last ?? "") }
+
+        func string(_ object: [String: Any], _ path: String) throws -> String? {
+            guard let raw = object[leaf(path)] else { return nil }
+            guard let s = raw as? String, !(raw is NSNumber) else { throw fail(path, "must be a string") }
+            guard !s.isEmpty else { throw fail(path, "must not be empty") }
+            return s
+        }
+
+        func number(_ object: [String: Any], _ path: String, above: Double, max: Double = .greatestFiniteMagnitude) throws
+            -> Double?
+        {
+            guard let raw = object[leaf(path)] else { return nil }
+            guard let n = raw as? NSNumber, !isJSONBoolean(n) else { throw fail(path, "must be a number") }
+            let v = n.doubleValue
+            guard v.isFinite, v > above else { throw fail(path, "must be > \(formatNumber(above)), got \(formatNumber(v))") }
+            guard v <= max else { throw fail(path, "must be <= \(formatNumber(max)), got \(formatNumber(v))") }
+            return v
+        }
+
+        func int(_ object: [String: Any], _ path: String, min: Int) throws -> Int? {
+            guard let v = try number(object, path, above: -.greatestFiniteMagnitude) else { return nil }
+            guard v == v.rounded(), abs(v) < 9e15 else { throw fail(path, "must be a whole number, got \(v)") }
+            guard Int(v) >= min else { throw fail(path, "must be >= \(min), got \(Int(v))") }
+            return Int(v)
+        }
+
+        func endpoints(_ object: [String: Any], _ path: String) throws -> [String]? {
+            guard let raw = object[leaf(path)] else { return nil }
+            guard let list = raw as? [Any] else { throw fail(path, "must be an array of endpoint strings") }
+            return try list.enumerated().map { (i, item) in
+                guard let s = item as? String, !(item is NSNumber) else { throw fail("\(path)[\(i)]", "must be a string") }
+                let schemes = ["tcp://", "ipc://", "inproc://"]
+                guard schemes.contains(where: { s.hasPrefix($0) }), s.count > 6 else {
+                    throw fail("\(path)[\(i)]", "must be a ZeroMQ endpoint (tcp://host:port, ipc://path), got \"\(s)\"")
+                }
+                return s
+            }
+        }
+    }
+}
+
+/// True when `n` came from a JSON `true`/`false` (Foundation hands those
+/// out as a boolean subclass of NSNumber, whose type code is "c").
+func isJSONBoolean(_ n: NSNumber) -> Bool {
+    String(describing: type(of: n)).contains("Boolean")
+}
+
+func formatNumber(_ v: Double) -> String {
+    v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : String(v)
+}

@@ -1,0 +1,51 @@
+import CoffeeDomain
+import Foundation
+import Logging
+
+/// Everything `coffee-tracker serve` can be told, with the defaults of
+/// PROTOCOL.md §7. Relative paths are resolved against the config file's folder.
+public struct ServiceConfiguration: Sendable, Equatable {
+    public var dataDirectory: String = "data"
+    public var inboxDirectory: String = "inbox"
+    public var ingestBind: [String] = ["tcp://127.0.0.1:5555"]
+    public var ingestConnect: [String] = []
+    /// Per-publisher receive queue; absorbs bursts while the store catches up.
+    public var ingestReceiveHighWaterMark: Int = 200_000
+    public var updatesBind: [String] = ["tcp://127.0.0.1:5556"]
+    /// Per-subscriber send queue; a slow subscriber loses messages past it.
+    public var updatesSendHighWaterMark: Int = 100_000
+    public var queryBind: [String] = ["tcp://127.0.0.1:5557"]
+    public var halfLifeHours: Double = 5
+    public var timeZone: String = TimeZone.current.identifier
+    public var modelIntervalMs: Int = 100
+    public var refreshIntervalS: Double = 60
+    public var heartbeatIntervalS: Double = 1
+    public var tombstoneRetentionDays: Double = 30
+    public var maxMgCaffeine: Double = 1000
+    public var maxFutureSkewS: Double = 300
+    public var maxMessageBytes: Int = 1_048_576
+    public var maxFileBytes: Int = 268_435_456
+    public var logLevel: Logger.Level = .info
+    public var logFormat: StderrLogHandler.Format = .text
+
+    public init() {}
+
+    public var storePath: String { (dataDirectory as NSString).appendingPathComponent("coffee-tracker.sqlite") }
+    public var modelCachePath: String { (dataDirectory as NSString).appendingPathComponent("CoffeeTracker.plist") }
+    public var deadLetterPath: String { (dataDirectory as NSString).appendingPathComponent("rejected.jsonl") }
+    public var endpointsPath: String { (dataDirectory as NSString).appendingPathComponent("endpoints.json") }
+
+    public var limits: DrinkValidator.Limits {
+        DrinkValidator.Limits(maxMgCaffeine: maxMgCaffeine, maxFutureSkew: maxFutureSkewS)
+    }
+
+    public var caffeineModel: CaffeineModel {
+        CaffeineModel(halfLifeHours: halfLifeHours, timeZone: TimeZone(identifier: timeZone) ?? .current)
+    }
+}
+
+/// A configuration that cannot be used; the message names the file and key.
+public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
+    public let message: String
+    public var description: String { message }
+}

@@ -1,0 +1,166 @@
+import CoffeeDomain
+import Foundation
+import HealthStore
+import Logging
+import Synchronization
+import ZeroMQ
+
+/// The SUB socket of PROTOCOL.md §2, on a thread of its own.
+///
+/// Each wake-up reads what is waiting, validates every message whole, and
+/// hands the valid ones to the store as one batch; the store's group commit
+/// merges batches that queue during an fsync. A high-rate stream of
+/// single-event messages thus becomes few large transactions.
+public final class IngestEndpoint: Sendable {
+    /// Stop reading (and let ZeroMQ queue) while this many changes await commit.
+    static let maxBacklog = 200_000
+    static let messagesPerWake = 4096
+
+    private let loop = SocketLoop<Int>(name: "ingest")
+    private let counters: ServiceCounters
+    private let deadLetters: DeadLetterFile
+    private let endpoints = Mutex<[String]>([])
+    private let logger = Logger(label: "ingest")
+    private let warnings = RateLimiter(interval: 1)
+
+    public init(counters: ServiceCounters, deadLetters: DeadLetterFile) {
+        self.counters = counters
+        self.deadLetters = deadLetters
+    }
+
+    public var boundEndpoints: [String] { endpoints.withLock { $0 } }
+
+    public func start(
+        context: ZMQContext, bind: [String], connect: [String], receiveHighWaterMark: Int, maxMessageBytes: Int,
+        decoder: BatchDecoder, clock: any WallClock, store: HealthStore
+    ) async throws {
+        try await loop.start { [self] in
+            let socket = try ZMQSocket(context, .sub)
+            try socket.setReceiveHighWaterMark(Int32(clamping: receiveHighWaterMark))
+            try socket.setMaxMessageSize(Int64(maxMessageBytes))
+            try socket.setReconnect(intervalMs: 100, maxMs: 5000)
+            try socket.subscribe("drink.")
+            for endpoint in bind {
+                try socket.bind(endpoint)
+                let real = socket.lastEndpoint
+                self.endpoints.withLock { $0.append(real) }
+                logger.info("ingest endpoint listening", ["endpoint": real])
+            }
+            for endpoint in connect {
+                try socket.connect(endpoint)
+                logger.info("ingest connecting", ["endpoint": endpoint])
+            }
+            return SocketLoop<Int>.Handler(
+                sockets: [socket],
+                readable: { _ in
+                    if store.backlog > Self.maxBacklog {
+                        usleep(1000)  // the store is behind: let ZeroMQ's queue absorb the burst
+                        return
+                    }
+                    self.readBatch(socket, decoder: decoder, now: clock.now(), store: store)
+                })
+        }
+    }
+
+    private func readBatch(_ socket: ZMQSocket, decoder: BatchDecoder, now: Date, store: HealthStore) {
+        var batch = WriteBatch()
+        var rejected: [DeadLetterFile.Entry] = []
+        for _ in 0..<Self.messagesPerWake {
+            guard let frames = try? socket.receive(dontWait: true) else { break }
+            let (topic, body) = Self.split(frames)
+            do throws(ValidationError) {
+                switch topic {
+                case "drink.add":
+                    let drinks = try decoder.drinks(json: body, now: now, source: "bus")
+                    ServiceCounters.bump(counters.received, by: drinks.count)
+                    batch.drinks += drinks
+                case "drink.delete":
+                    let deletions = try decoder.deletions(json: body)
+                    ServiceCounters.bump(counters.received, by: deletions.count)
+                    batch.deletions += deletions
+                case nil:
+                    throw ValidationError(rule: "message must be two frames (topic, body) or one frame \"topic body\"; got \(frames.count) frames")
+                default:
+                    throw ValidationError(rule: "unknown topic \"\(topic!.prefix(64))\"; expected drink.add or drink.delete")
+                }
+            } catch {
+                rejected.append(.init(at: now, reason: error.description, topic: topic ?? "", body: body))
+            }
+            // Deletions and saves of one message keep their order: flush
+            // before a kind change would reorder them within the batch.
+            if !batch.drinks.isEmpty && !batch.deletions.isEmpty {
+                submit(batch, store)
+                batch = WriteBatch()
+            }
+        }
+        if !batch.isEmpty { submit(batch, store) }
+        if !rejected.isEmpty { reject(rejected) }
+    }
+
+    private func submit(_ batch: WriteBatch, _ store: HealthStore) {
+        let counters = self.counters
+        let logger = self.logger
+        store.submit(batch) { result in
+            switch result {
+            case .success(let r):
+                ServiceCounters.bump(counters.stored, by: r.added + r.deleted + r.unknown)
+                ServiceCounters.bump(counters.duplicates, by: r.duplicates)
+            case .failure(let error):
+                logger.error("bus batch not stored", ["error": "\(error)", "changes": "\(batch.count)"])
+            }
+        }
+    }
+
+    private func reject(_ entries: [DeadLetterFile.Entry]) {
+        ServiceCounters.bump(counters.rejected, by: entries.count)
+        do {
+            try deadLetters.append(entries)
+        } catch {
+            logger.error("could not write the dead-letter file", ["error": "\(error)", "path": deadLetters.path])
+        }
+        let suppressed = warnings.allow(count: entries.count)
+        if let suppressed {
+            logger.warning(
+                "rejected bus message",
+                ["reason": entries[0].reason, "topic": entries[0].topic, "suppressed": "\(suppressed)"])
+        }
+    }
+
+    /// Topic and body from two frames, or from one frame "topic body".
+    static func split(_ frames: [Data]) -> (String?, Data) {
+        if frames.count == 2 { return (String(decoding: frames[0], as: UTF8.self), frames[1]) }
+        if frames.count == 1, let space = frames[0].firstIndex(of: UInt8(ascii: " ")) {
+            return (String(decoding: frames[0][..<space], as: UTF8.self), Data(frames[0][(space + 1)...]))
+        }
+        return (nil, frames.last ?? Data())
+    }
+
+    public func stop() async { await loop.stop() }
+}
+
+/// Lets one log line through per interval; counts the rest.
+final class RateLimiter: Sendable {
+    private struct State {
+        var last: Date = .distantPast
+        var suppressed = 0
+    }
+    private let state = Mutex(State())
+    let interval: TimeInterval
+
+    init(interval: TimeInterval) { self.interval = interval }
+
+    /// The number suppressed since the last line, when a line may be written now; nil otherwise.
+    func allow(count: Int) -> Int? {
+        state.withLock { s in
+            let now = Date()
+            if now.timeIntervalSince(s.last) >= interval {
+                let n = s.suppressed + count - 1
+                s.last = now
+                s.suppressed = 0
+                return n
+            }
+            s.suppressed += count
+            return nil
+        }
+    }
+}

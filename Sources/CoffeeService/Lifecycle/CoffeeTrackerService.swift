@@ -1,0 +1,161 @@
+import CoffeeDomain
+import CoffeeModel
+import Foundation
+import HealthStore
+import Logging
+import Synchronization
+import ZeroMQ
+
+/// `coffee-tracker serve`: the store, the model and the endpoints, composed,
+/// run until a signal, then drained (PROTOCOL.md §8).
+public final class CoffeeTrackerService: Sendable {
+    public let configuration: ServiceConfiguration
+    private let clock: any WallClock
+    private let counters = ServiceCounters()
+    private let shuttingDown = Atomic<Bool>(false)
+    private let logger = Logger(label: "service")
+
+    public init(configuration: ServiceConfiguration, clock: any WallClock = SystemClock()) {
+        self.configuration = configuration
+        self.clock = clock
+    }
+
+    /// A start-up failure, with what to do about it.
+    public struct StartupError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Runs until `stop` yields (a signal), then drains and returns.
+    ///
+    /// - Throws: `StartupError` (or the underlying error) when the service
+    ///   cannot start: a folder it cannot create, a database it must not
+    ///   touch, an endpoint it cannot bind.
+    public func run(until stop: AsyncStream<Int32>) async throws {
+        let c = configuration
+        do {
+            try FileManager.default.createDirectory(atPath: c.dataDirectory, withIntermediateDirectories: true)
+        } catch {
+            throw StartupError(description: "cannot create data directory \(c.dataDirectory): \(error.localizedDescription)")
+        }
+        let store = try HealthStore(
+            configuration: .init(
+                path: c.storePath, tombstoneRetention: c.tombstoneRetentionDays * 86_400, clock: clock))
+        let cache = CoffeeDataStore(url: URL(fileURLWithPath: c.modelCachePath))
+        let model = CoffeeData(model: c.caffeineModel, clock: clock, cache: cache)
+        let controller = HealthKitController(store: store, model: model, cache: cache, clock: clock)
+        try await controller.load()
+        _ = try? await store.purgeTombstones()
+
+        let context = ZMQContext()
+        let validator = DrinkValidator(limits: c.limits)
+        let handler = QueryHandler(
+            store: store, model: model, caffeine: c.caffeineModel, validator: validator, clock: clock,
+            counters: counters, maxMessageBytes: c.maxMessageBytes,
+            isShuttingDown: { [self] in self.shuttingDown.load(ordering: .relaxed) })
+        let query = QueryEndpoint()
+        let broadcaster = Broadcaster(counters: counters)
+        let ingest = IngestEndpoint(counters: counters, deadLetters: DeadLetterFile(path: c.deadLetterPath))
+        do {
+            try await broadcaster.start(
+                context: context, bind: c.updatesBind, sendHighWaterMark: c.updatesSendHighWaterMark,
+                heartbeatInterval: c.heartbeatIntervalS, initialAnchor: await store.anchor)
+            try await query.start(context: context, bind: c.queryBind, maxMessageBytes: c.maxMessageBytes, handler: handler)
+            try await ingest.start(
+                context: context, bind: c.ingestBind, connect: c.ingestConnect,
+                receiveHighWaterMark: c.ingestReceiveHighWaterMark, maxMessageBytes: c.maxMessageBytes,
+                decoder: BatchDecoder(validator: validator), clock: clock, store: store)
+        } catch {
+            await ingest.stop()
+            await query.stop(grace: .zero)
+            await broadcaster.stop()
+            await store.close()
+            throw StartupError(description: "\(error)")
+        }
+        writeEndpoints(ingest: ingest.boundEndpoints, updates: broadcaster.boundEndpoints, query: query.boundEndpoints)
+
+        // Downstream of the commit: the model follows the store, the
+        // broadcaster announces each commit, the model is published coalesced.
+        let follower = Task { await controller.follow(await store.updates()) }
+        let storeUpdates = await store.updates()
+        let announcer = Task {
+            for await batch in storeUpdates {
+                broadcaster.publish(
+                    "changes",
+                    Broadcaster.changesMessage(
+                        anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: batch.added,
+                        deleted: batch.deleted),
+                    anchor: batch.anchor)
+            }
+        }
+        let modelChanges = await model.changes()
+        let interval = Duration.milliseconds(c.modelIntervalMs)
+        let modelPublisher = Task {
+            for await _ in modelChanges {
+                await self.publishModel(model, broadcaster)
+                try? await Task.sleep(for: interval)  // coalesce: at most one per interval
+            }
+        }
+        let refresher = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(Int64(c.refreshIntervalS * 1000)))
+                if Task.isCancelled { break }
+                await self.publishModel(model, broadcaster)
+            }
+        }
+        let purger = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(3600))
+                if Task.isCancelled { break }
+                do { try await store.purgeTombstones() } catch { logger.error("tombstone purge failed", ["error": "\(error)"]) }
+            }
+        }
+        await publishModel(model, broadcaster)
+        let readyAnchor = await store.anchor
+        logger.notice(
+            "ready",
+            ["anchor": "\(readyAnchor)", "store": c.storePath, "pid": "\(ProcessInfo.processInfo.processIdentifier)"])
+
+        var signals = stop.makeAsyncIterator()
+        let sig = await signals.next()
+        logger.notice("draining", ["signal": sig.map(SignalStream.name) ?? "end of input"])
+
+        // Drain: stop taking input, commit what is held, publish the last
+        // model, close the sockets with a bounded linger.
+        shuttingDown.store(true, ordering: .relaxed)
+        await ingest.stop()
+        await query.stop()
+        await store.close()
+        await follower.value
+        await announcer.value
+        refresher.cancel()
+        purger.cancel()
+        modelPublisher.cancel()
+        await publishModel(model, broadcaster)
+        await broadcaster.stop()
+        await model.close()
+        await cache.close()
+        let finalAnchor = await model.anchor
+        logger.notice("stopped", ["anchor": "\(finalAnchor)"])
+    }
+
+    private func publishModel(_ model: CoffeeData, _ broadcaster: Broadcaster) async {
+        guard let snapshot = await model.snapshot() else { return }
+        broadcaster.publish("model", .object(WireFormat.members(snapshot)), anchor: snapshot.anchor)
+    }
+
+    /// `<data>/endpoints.json`: the endpoints really bound, so that clients
+    /// and tests can find ports chosen by the system (`tcp://127.0.0.1:*`).
+    private func writeEndpoints(ingest: [String], updates: [String], query: [String]) {
+        let json = JSONValue.object([
+            ("ingest", .array(ingest.map { .string($0) })),
+            ("updates", .array(updates.map { .string($0) })),
+            ("query", .array(query.map { .string($0) })),
+            ("pid", .int(Int64(ProcessInfo.processInfo.processIdentifier))),
+        ])
+        do {
+            try DurableFile.write(json.data(), to: URL(fileURLWithPath: configuration.endpointsPath))
+        } catch {
+            logger.warning("could not write endpoints file", ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+import Synchronization
+
+/// What the service has done since it started, for `stats`.
+public final class ServiceCounters: Sendable {
+    /// Drinks and deletions received, over every channel.
+    public let received = Atomic<Int>(0)
+    /// Changes that took effect (each took an anchor).
+    public let stored = Atomic<Int>(0)
+    /// Saves ignored as duplicates.
+    public let duplicates = Atomic<Int>(0)
+    /// Bus messages rejected (to the dead-letter file).
+    public let rejected = Atomic<Int>(0)
+    public let requests = Atomic<Int>(0)
+    public let filesProcessed = Atomic<Int>(0)
+    public let filesFailed = Atomic<Int>(0)
+    public let subscribers = Atomic<Int>(0)
+    /// Update messages the publisher's bounded queue had to drop.
+    public let updatesDropped = Atomic<Int>(0)
+    public let started = Date()
+
+    public init() {}
+
+    public static func bump(_ counter: borrowing Atomic<Int>, by n: Int = 1) {
+        counter.add(n, ordering: .relaxed)
+    }
+}
+
+extension Atomic where Value == Int {
+    /// The value, for reports.
+    public var value: Int { load(ordering: .relaxed) }
+}

@@ -1,0 +1,72 @@
+import CoffeeDomain
+import Foundation
+import ZeroMQ
+
+/// A blocking client of the query endpoint, for the command line and tests.
+///
+/// - Important: blocks its thread for up to `timeout`; not for use on the
+///   cooperative pool of a long-running program.
+public final class QueryClient {
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        public init(description: String) { self.description = description }
+    }
+
+    private let context = ZMQContext()
+    private let socket: ZMQSocket
+    public let endpoint: String
+    private let timeoutMs: Int32
+
+    public init(endpoint: String, timeout: TimeInterval = 5) throws {
+        self.endpoint = endpoint
+        timeoutMs = Int32(timeout * 1000)
+        socket = try ZMQSocket(context, .dealer)
+        try socket.setLinger(ms: 0)
+        try socket.connect(endpoint)
+    }
+
+    deinit { socket.close() }
+
+    /// Sends `request` and returns the reply object.
+    ///
+    /// - Throws: `Failure` when nothing answers within the timeout or the reply is not JSON.
+    public func call(_ request: JSONValue) throws -> [String: Any] {
+        try socket.send([Data(), request.data()])
+        let items = [ZMQSocket.PollItem.socket(socket)]
+        let ready = try ZMQSocket.poll(items, timeoutMs: Int(timeoutMs))
+        guard ready.first == true, let frames = try socket.receive(dontWait: true), let body = frames.last else {
+            throw Failure(
+                description:
+                    "no answer from the service at \(endpoint) within \(Double(timeoutMs) / 1000) s; is `coffee-tracker serve` running?"
+            )
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
+            throw Failure(description: "the service at \(endpoint) sent a reply that is not a JSON object")
+        }
+        return object
+    }
+}
+
+/// Where a client finds the service: `endpoints.json` in the data folder
+/// when the service wrote one, else the configured binds.
+public enum EndpointDiscovery {
+    public static func endpoints(_ configuration: ServiceConfiguration) -> (query: String, updates: String, ingest: String) {
+        var query = configuration.queryBind.first ?? "tcp://127.0.0.1:5557"
+        var updates = configuration.updatesBind.first ?? "tcp://127.0.0.1:5556"
+        var ingest = configuration.ingestBind.first ?? "tcp://127.0.0.1:5555"
+        if let data = FileManager.default.contents(atPath: configuration.endpointsPath),
+            let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        {
+            if let q = (json["query"] as? [String])?.first { query = q }
+            if let u = (json["updates"] as? [String])?.first { updates = u }
+            if let i = (json["ingest"] as? [String])?.first { ingest = i }
+        }
+        return (connectable(query), connectable(updates), connectable(ingest))
+    }
+
+    /// A bind address as a client connects to it: `*` and 0.0.0.0 become loopback.
+    public static func connectable(_ endpoint: String) -> String {
+        endpoint.replacingOccurrences(of: "tcp://*:", with: "tcp://127.0.0.1:")
+            .replacingOccurrences(of: "tcp://0.0.0.0:", with: "tcp://127.0.0.1:")
+    }
+}

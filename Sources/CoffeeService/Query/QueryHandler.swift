@@ -1,0 +1,215 @@
+import CoffeeDomain
+import CoffeeModel
+import Foundation
+import HealthStore
+import Logging
+
+/// Answers query requests (PROTOCOL.md §4): one JSON request in, one JSON
+/// reply out, never silence. Independent of sockets, so it is tested directly.
+public struct QueryHandler: Sendable {
+    public static let defaultLimit = 1000
+    public static let maxLimit = 10_000
+
+    let store: HealthStore
+    let model: CoffeeData
+    let caffeine: CaffeineModel
+    let validator: DrinkValidator
+    let clock: any WallClock
+    let counters: ServiceCounters
+    let maxMessageBytes: Int
+    /// Extra `stats` figures from parts that come and go (subscribers, say).
+    let isShuttingDown: @Sendable () -> Bool
+    private let logger = Logger(label: "query")
+
+    public init(
+        store: HealthStore, model: CoffeeData, caffeine: CaffeineModel, validator: DrinkValidator, clock: any WallClock,
+        counters: ServiceCounters, maxMessageBytes: Int, isShuttingDown: @escaping @Sendable () -> Bool = { false }
+    ) {
+        self.store = store
+        self.model = model
+        self.caffeine = caffeine
+        self.validator = validator
+        self.clock = clock
+        self.counters = counters
+        self.maxMessageBytes = maxMessageBytes
+        self.isShuttingDown = isShuttingDown
+    }
+
+    /// The reply to `body`.
+    public func handle(_ body: Data) async -> Data {
+        ServiceCounters.bump(counters.requests)
+        do {
+            return try await reply(to: body).data()
+        } catch let error as QueryError {
+            return error.json.data()
+        } catch let error as StoreError where error.isAnchorExpired {
+            return QueryError(.anchorExpired, error.message).json.data()
+        } catch let error as StoreError where error.isClosed {
+            return QueryError(.unavailable, "the service is shutting down").json.data()
+        } catch {
+            logger.error("request failed", ["error": "\(error)"])
+            return QueryError(.internal, "\(error)").json.data()
+        }
+    }
+
+    func reply(to body: Data) async throws -> JSONValue {
+        guard body.count <= maxMessageBytes else {
+            throw QueryError(.tooLarge, "request is \(body.count) bytes; limits.maxMessageBytes is \(maxMessageBytes)")
+        }
+        if isShuttingDown() { throw QueryError(.unavailable, "the service is shutting down") }
+        let request: QueryRequest
+        do {
+            guard body.first(where: { $0 > 0x20 }) == UInt8(ascii: "{") else {
+                throw QueryError(.badRequest, "request must be a JSON object with an \"op\"")
+            }
+            request = try JSONDecoder().decode(QueryRequest.self, from: body)
+        } catch let error as QueryError {
+            throw error
+        } catch {
+            throw QueryError(.badRequest, "request is not valid JSON (\(BatchDecoder.describe(error)))")
+        }
+        let op: String
+        switch request.op {
+        case .value(let v): op = v
+        case .absent: throw QueryError(.badRequest, "op is required", field: "op")
+        case .wrongType: throw QueryError(.badRequest, "op must be a string", field: "op")
+        }
+        switch op {
+        case "ping": return .object([("ok", true), ("anchor", .int(await store.anchor))])
+        case "changes": return try await changes(request)
+        case "model": return try await modelReply(request)
+        case "add": return try await add(request)
+        case "delete": return try await delete(request)
+        case "stats": return await stats()
+        default:
+            throw QueryError(
+                .badRequest, "unknown op \"\(op.prefix(40))\"; expected ping, changes, model, add, delete or stats",
+                field: "op")
+        }
+    }
+
+    func changes(_ request: QueryRequest) async throws -> JSONValue {
+        var anchor: Int64?
+        switch request.anchor {
+        case .absent: anchor = nil
+        case .wrongType: throw QueryError(.badRequest, "anchor must be an integer >= 0 or null", field: "anchor")
+        case .value(let v):
+            guard v == v.rounded(), v >= 0, v < 9e18 else {
+                throw QueryError(.badRequest, "anchor must be an integer >= 0 or null", field: "anchor")
+            }
+            anchor = Int64(v)
+        }
+        var limit = Self.defaultLimit
+        switch request.limit {
+        case .absent: break
+        case .wrongType: throw QueryError(.badRequest, "limit must be an integer", field: "limit")
+        case .value(let v):
+            guard v == v.rounded(), v >= 1, v <= Double(Self.maxLimit) else {
+                throw QueryError(.badRequest, "limit must be an integer from 1 to \(Self.maxLimit)", field: "limit")
+            }
+            limit = Int(v)
+        }
+        let page = try await store.changes(since: anchor, limit: limit)
+        return .object([
+            ("ok", true),
+            ("anchor", .int(page.anchor)),
+            ("hasMore", .bool(page.hasMore)),
+            ("added", .array(page.added.map(WireFormat.json))),
+            ("deleted", .array(page.deleted.map(WireFormat.json))),
+        ])
+    }
+
+    func modelReply(_ request: QueryRequest) async throws -> JSONValue {
+        var at: Date?
+        switch request.at {
+        case .absent: break
+        case .wrongType(let expected): throw QueryError(.badRequest, "at must be \(expected)", field: "at")
+        case .value(let raw):
+            do throws(ValidationError) {
+                at = try DrinkValidator.date(raw, field: "at")
+            } catch {
+                throw QueryError(.badRequest, error.reason, field: "at")
+            }
+        }
+        let snapshot: ModelSnapshot
+        if let held = await model.snapshot(at: at) {
+            snapshot = held
+        } else {
+            // A time the held drinks do not cover: ask the store.
+            let at = at ?? clock.now()
+            let drinks = try await store.drinks(datedIn: (at - CaffeineModel.retention)...at)
+            snapshot = caffeine.snapshot(of: drinks, at: at, anchor: await store.anchor)
+        }
+        return .object([("ok", true)] + WireFormat.members(snapshot))
+    }
+
+    func add(_ request: QueryRequest) async throws -> JSONValue {
+        guard case .value(let items) = request.drinks else {
+            throw QueryError(.badRequest, "drinks must be an array of drink objects", field: "drinks")
+        }
+        ServiceCounters.bump(counters.received, by: items.count)
+        let now = clock.now()
+        let drinks: [Drink]
+        do {
+            drinks = try BatchDecoder(validator: validator).validate(items.map(\.value), isArray: true) {
+                input throws(ValidationError) in try validator.drink(from: input, now: now, defaultSource: "query")
+            }
+        } catch {
+            throw QueryError(.invalidDrink, error.description, index: error.index, field: error.field)
+        }
+        let result = try await store.save(drinks)
+        count(result)
+        return .object([
+            ("ok", true), ("anchor", .int(result.anchor)), ("added", .int(Int64(result.added))),
+            ("duplicates", .int(Int64(result.duplicates))),
+        ])
+    }
+
+    func delete(_ request: QueryRequest) async throws -> JSONValue {
+        guard case .value(let items) = request.deletions else {
+            throw QueryError(.badRequest, "deletions must be an array of deletion objects", field: "deletions")
+        }
+        ServiceCounters.bump(counters.received, by: items.count)
+        let deletions: [Deletion]
+        do {
+            deletions = try BatchDecoder(validator: validator).validate(items.map(\.value), isArray: true) {
+                input throws(ValidationError) in try validator.deletion(from: input)
+            }
+        } catch {
+            throw QueryError(.invalidDrink, error.description, index: error.index, field: error.field)
+        }
+        let result = try await store.delete(deletions)
+        count(result)
+        return .object([
+            ("ok", true), ("anchor", .int(result.anchor)), ("deleted", .int(Int64(result.deleted))),
+            ("unknown", .int(Int64(result.unknown))),
+        ])
+    }
+
+    func count(_ result: WriteResult) {
+        ServiceCounters.bump(counters.stored, by: result.added + result.deleted + result.unknown)
+        ServiceCounters.bump(counters.duplicates, by: result.duplicates)
+    }
+
+    func stats() async -> JSONValue {
+        let s = await store.statistics()
+        let c = counters
+        return .object([
+            ("ok", true),
+            ("anchor", .int(s.anchor)),
+            ("received", .int(Int64(c.received.value))),
+            ("stored", .int(Int64(c.stored.value))),
+            ("duplicates", .int(Int64(c.duplicates.value))),
+            ("rejected", .int(Int64(c.rejected.value))),
+            ("requests", .int(Int64(c.requests.value))),
+            ("filesProcessed", .int(Int64(c.filesProcessed.value))),
+            ("filesFailed", .int(Int64(c.filesFailed.value))),
+            ("subscribers", .int(Int64(c.subscribers.value))),
+            ("updatesDropped", .int(Int64(c.updatesDropped.value))),
+            ("uptimeS", .double((Date().timeIntervalSince(c.started) * 1000).rounded() / 1000)),
+            ("storeBytes", .int(s.fileBytes)),
+            ("commits", .int(s.commits)),
+            ("purgedAnchor", .int(s.purgedAnchor)),
+        ])
+    }
+}

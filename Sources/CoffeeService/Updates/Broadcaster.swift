@@ -1,0 +1,100 @@
+import CoffeeDomain
+import Foundation
+import Logging
+import Synchronization
+import ZeroMQ
+
+/// The PUB socket of PROTOCOL.md §3, on a thread of its own.
+///
+/// Producers post to a bounded mailbox and never wait: a slow or stuck
+/// subscriber costs it messages (ZeroMQ's high-water mark), and a publisher
+/// thread that falls behind drops from the mailbox, counted; neither ever
+/// slows the store. Heartbeats come from the loop's own timer.
+public final class Broadcaster: Sendable {
+    struct Outgoing: Sendable {
+        var topic: String
+        var body: Data
+    }
+
+    private let loop: SocketLoop<Outgoing>
+    private let anchor = Atomic<Int64>(0)
+    private let endpoints = Mutex<[String]>([])
+    private let counters: ServiceCounters
+    private let logger = Logger(label: "updates")
+
+    public init(counters: ServiceCounters, queueCapacity: Int = 100_000) {
+        self.counters = counters
+        loop = SocketLoop(name: "updates", mailboxCapacity: queueCapacity)
+    }
+
+    public var boundEndpoints: [String] { endpoints.withLock { $0 } }
+
+    /// Binds and starts publishing heartbeats every `heartbeatInterval` seconds.
+    public func start(
+        context: ZMQContext, bind: [String], sendHighWaterMark: Int, heartbeatInterval: Double, initialAnchor: Int64
+    ) async throws {
+        anchor.store(initialAnchor, ordering: .relaxed)
+        let logger = self.logger
+        try await loop.start { [self] in
+            let socket = try ZMQSocket(context, .xpub)
+            try socket.setSendHighWaterMark(Int32(clamping: sendHighWaterMark))
+            try socket.setLinger(ms: 500)
+            for endpoint in bind {
+                try socket.bind(endpoint)
+                let real = socket.lastEndpoint
+                self.endpoints.withLock { $0.append(real) }
+                logger.info("updates endpoint listening", ["endpoint": real])
+            }
+            let clock = ContinuousClock()
+            let interval = Duration.milliseconds(Int64(heartbeatInterval * 1000))
+            var nextBeat = clock.now
+            return SocketLoop<Outgoing>.Handler(
+                sockets: [socket],
+                readable: { _ in
+                    // XPUB hands us (un)subscriptions: byte 1 subscribe, 0 unsubscribe.
+                    while let frames = try? socket.receive(dontWait: true), let first = frames.first?.first {
+                        self.counters.subscribers.add(first == 1 ? 1 : -1, ordering: .relaxed)
+                    }
+                },
+                received: { messages in
+                    for m in messages {
+                        _ = try? socket.send([Data(m.topic.utf8), m.body], dontWait: true)
+                    }
+                },
+                tick: {
+                    let now = clock.now
+                    if now >= nextBeat {
+                        let body = JSONValue.object([
+                            ("anchor", .int(self.anchor.load(ordering: .relaxed))),
+                            ("at", .string(RFC3339.string(Date()))),
+                        ])
+                        _ = try? socket.send([Data("heartbeat".utf8), body.data()], dontWait: true)
+                        nextBeat = now + interval
+                    }
+                    let wait = nextBeat - now
+                    return max(1, Int(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000))
+                })
+        }
+    }
+
+    /// Queues a message; never blocks. Drops (counted) when the queue is full.
+    public func publish(_ topic: String, _ body: JSONValue, anchor newAnchor: Int64) {
+        anchor.store(max(anchor.load(ordering: .relaxed), newAnchor), ordering: .relaxed)
+        if !loop.mailbox.post(Outgoing(topic: topic, body: body.data())) {
+            ServiceCounters.bump(counters.updatesDropped)
+        }
+    }
+
+    /// The `changes` message of a commit.
+    public static func changesMessage(anchor: Int64, previousAnchor: Int64, added: [Drink], deleted: [Tombstone]) -> JSONValue {
+        .object([
+            ("anchor", .int(anchor)),
+            ("previousAnchor", .int(previousAnchor)),
+            ("added", .array(added.map(WireFormat.json))),
+            ("deleted", .array(deleted.map(WireFormat.json))),
+        ])
+    }
+
+    /// Sends what is queued and closes the socket (bounded linger).
+    public func stop() async { await loop.stop() }
+}

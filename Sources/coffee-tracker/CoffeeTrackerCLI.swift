@@ -1,0 +1,80 @@
+import CoffeeService
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `coffee-tracker`: the service and its client, in one executable.
+@main
+struct CoffeeTrackerCLI {
+    static let commands: [(String, String)] = [
+        ("serve", "run the service in the foreground until SIGINT or SIGTERM"),
+        ("add", "add a drink through the query endpoint"),
+        ("delete", "delete a drink by UUID"),
+        ("changes", "list what changed since an anchor"),
+        ("model", "show caffeine now, levels, cups today"),
+        ("watch", "print live updates from the update endpoint"),
+        ("status", "show the service's counters"),
+        ("keygen", "print a new CURVE key pair (Z85)"),
+    ]
+
+    static let usage = """
+        coffee-tracker — keeps a person's caffeine intake and tells screens about it, live.
+
+        Usage: coffee-tracker COMMAND [OPTIONS]
+
+        Commands:
+        \(commands.map { "  " + $0.0.padding(toLength: 9, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n"))
+
+        Run `coffee-tracker COMMAND --help` for a command's options.
+        Exit status: 0 success, 1 runtime failure, 2 bad usage.
+        """
+
+    static func main() async {
+        let args = Array(CommandLine.arguments.dropFirst())
+        guard let command = args.first else {
+            printError(usage)
+            exit(2)
+        }
+        let rest = Array(args.dropFirst())
+        let code: Int32
+        do {
+            switch command {
+            case "-h", "--help", "help":
+                print(usage)
+                code = 0
+            case "serve": code = try await ServeCommand.run(rest)
+            case "add", "delete", "changes", "model", "status": code = try ClientCommands.run(command, rest)
+            case "watch": code = try WatchCommand.run(rest)
+            case "keygen": code = try KeygenCommand.run(rest)
+            default:
+                printError("coffee-tracker: unknown command \"\(command)\"\n\n\(usage)")
+                code = 2
+            }
+        } catch let error as Arguments.UsageError {
+            printError("coffee-tracker \(command): \(error)\nRun `coffee-tracker \(command) --help` for usage.")
+            code = 2
+        } catch {
+            printError("coffee-tracker \(command): \(error)")
+            code = 1
+        }
+        exit(code)
+    }
+}
+
+func printError(_ text: String) {
+    var line = text
+    if !line.hasSuffix("\n") { line += "\n" }
+    FileHandle.standardError.write(Data(line.utf8))
+}
+
+/// The configuration a command uses: `--config FILE`, else the default file
+/// when it exists, else the embedded defaults.
+func loadConfiguration(_ path: String?) throws -> ServiceConfiguration {
+    if let path { return try ConfigurationLoader.load(path: path) }
+    let fallback = "config/coffee-tracker.json"
+    if FileManager.default.fileExists(atPath: fallback) { return try ConfigurationLoader.load(path: fallback) }
+    return ConfigurationLoader.defaults(relativeTo: FileManager.default.currentDirectoryPath)
+}

@@ -1,0 +1,146 @@
+import CoffeeDomain
+import CoffeeService
+import Foundation
+
+/// `add`, `delete`, `changes`, `model`, `status`: one request to the query endpoint each.
+enum ClientCommands {
+    static let common = """
+          --config FILE      find the service through this configuration
+          --query ENDPOINT   the query endpoint (default: from the configuration)
+          --timeout SECONDS  how long to wait for an answer (default 5)
+          --json             print the raw JSON reply
+          -h, --help         show this help
+        """
+
+    static let help: [String: String] = [
+        "add": """
+        Usage: coffee-tracker add (--type TYPE | --mg MG) [--date DATE] [--uuid UUID] [--version N] [--source TEXT]
+
+        Adds one drink and prints the anchor of its durable commit.
+          --type TYPE   \(DrinkType.allCases.map(\.rawValue).joined(separator: ", "))
+          --mg MG       caffeine in mg (overrides the type's serving size)
+          --date DATE   RFC 3339 date with a zone (default now)
+          --uuid UUID   identity (default a new one); re-adding the same UUID adds nothing
+        """,
+        "delete": """
+        Usage: coffee-tracker delete UUID [--version N]
+
+        Deletes a drink; prints whether it was live.
+        """,
+        "changes": """
+        Usage: coffee-tracker changes [--since N] [--limit N]
+
+        Lists changes after anchor N (default: every live drink), one per line:
+        "+ UUID MG DATE" for a drink, "- UUID vVERSION" for a deletion. Pages
+        through everything and prints the anchor to continue from.
+        """,
+        "model": """
+        Usage: coffee-tracker model [--at DATE]
+
+        Shows caffeine in the body, its level, cups today and the anchor.
+        """,
+        "status": """
+        Usage: coffee-tracker status
+
+        Shows the service's counters: received, stored, duplicates, rejected,
+        files, subscribers, uptime and store size.
+        """,
+    ]
+
+    static func run(_ command: String, _ words: [String]) throws -> Int32 {
+        let args = try Arguments(
+            words, valued: ["config", "query", "timeout", "type", "mg", "date", "uuid", "version", "source", "since", "limit", "at"],
+            switches: ["help", "json"])
+        if args.has("help") {
+            print(help[command]! + "\n\nOptions:\n" + common)
+            return 0
+        }
+        let configuration = try loadConfiguration(args["config"])
+        let endpoint = args["query"] ?? EndpointDiscovery.endpoints(configuration).query
+        let timeout = try args["timeout"].map { try number($0, "--timeout") } ?? 5
+        let client = try QueryClient(endpoint: endpoint, timeout: timeout)
+
+        switch command {
+        case "add":
+            guard args.positional.isEmpty else { throw Arguments.UsageError(description: "add takes no positional arguments") }
+            guard args["type"] != nil || args["mg"] != nil else {
+                throw Arguments.UsageError(description: "add needs --type TYPE or --mg MG")
+            }
+            var drink: [(String, JSONValue)] = [
+                ("uuid", .string(args["uuid"] ?? UUID().uuidString)),
+                ("date", .string(args["date"] ?? RFC3339.string(Date()))),
+            ]
+            if let t = args["type"] { drink.append(("type", .string(t))) }
+            if let mg = args["mg"] { drink.append(("mgCaffeine", .double(try number(mg, "--mg")))) }
+            if let v = args["version"] { drink.append(("version", .double(try number(v, "--version")))) }
+            if let s = args["source"] { drink.append(("source", .string(s))) }
+            let reply = try request(client, [("op", "add"), ("drinks", .array([.object(drink)]))], args)
+            if !args.has("json") {
+                print("anchor \(reply["anchor"] ?? 0): added \(reply["added"] ?? 0), duplicates \(reply["duplicates"] ?? 0)")
+            }
+        case "delete":
+            guard args.positional.count == 1 else { throw Arguments.UsageError(description: "delete needs exactly one UUID") }
+            var deletion: [(String, JSONValue)] = [("uuid", .string(args.positional[0]))]
+            if let v = args["version"] { deletion.append(("version", .double(try number(v, "--version")))) }
+            let reply = try request(client, [("op", "delete"), ("deletions", .array([.object(deletion)]))], args)
+            if !args.has("json") {
+                print("anchor \(reply["anchor"] ?? 0): deleted \(reply["deleted"] ?? 0), unknown \(reply["unknown"] ?? 0)")
+            }
+        case "changes":
+            var anchor: JSONValue = args["since"].map { .double(Double($0) ?? -1) } ?? .null
+            let limit = try args["limit"].map { try number($0, "--limit") } ?? 1000
+            while true {
+                let reply = try request(client, [("op", "changes"), ("anchor", anchor), ("limit", .double(limit))], args)
+                if !args.has("json") {
+                    for d in reply["added"] as? [[String: Any]] ?? [] {
+                        print("+ \(d["uuid"] ?? "") \(d["mgCaffeine"] ?? "") \(d["date"] ?? "")")
+                    }
+                    for d in reply["deleted"] as? [[String: Any]] ?? [] {
+                        print("- \(d["uuid"] ?? "") v\(d["version"] ?? "")")
+                    }
+                }
+                let next = (reply["anchor"] as? NSNumber)?.int64Value ?? 0
+                anchor = .int(next)
+                if (reply["hasMore"] as? Bool) != true {
+                    if !args.has("json") { print("anchor \(next)") }
+                    break
+                }
+            }
+        case "model":
+            var request_: [(String, JSONValue)] = [("op", "model")]
+            if let at = args["at"] { request_.append(("at", .string(at))) }
+            let reply = try request(client, request_, args)
+            if !args.has("json") {
+                let mg = (reply["mgCaffeine"] as? NSNumber)?.doubleValue ?? 0
+                let cups = (reply["cupsToday"] as? NSNumber)?.doubleValue ?? 0
+                print(String(format: "caffeine  %.1f mg (%@)", mg, (reply["level"] as? String) ?? "?"))
+                print(String(format: "cups      %.2f today (%@), %@ drinks", cups, (reply["cupsLevel"] as? String) ?? "?", "\(reply["drinksToday"] ?? 0)"))
+                print("at        \(reply["at"] ?? "")  anchor \(reply["anchor"] ?? 0)")
+            }
+        default:  // status
+            let reply = try request(client, [("op", "stats")], args)
+            if !args.has("json") {
+                for key in reply.keys.sorted() where key != "ok" { print("\(key.padding(toLength: 15, withPad: " ", startingAt: 0)) \(reply[key]!)") }
+            }
+        }
+        return 0
+    }
+
+    /// Sends a request; prints the raw reply with --json; turns an error reply into a failure.
+    static func request(_ client: QueryClient, _ members: [(String, JSONValue)], _ args: Arguments) throws -> [String: Any] {
+        let reply = try client.call(.object(members))
+        if args.has("json"), let data = try? JSONSerialization.data(withJSONObject: reply, options: [.sortedKeys]) {
+            print(String(decoding: data, as: UTF8.self))
+        }
+        guard reply["ok"] as? Bool == true else {
+            let error = reply["error"] as? [String: Any] ?? [:]
+            throw QueryClient.Failure(description: "\(error["code"] ?? "error"): \(error["message"] ?? "no message")")
+        }
+        return reply
+    }
+
+    static func number(_ text: String, _ flag: String) throws -> Double {
+        guard let v = Double(text), v.isFinite else { throw Arguments.UsageError(description: "\(flag) needs a number, got \"\(text)\"") }
+        return v
+    }
+}

@@ -1,0 +1,55 @@
+import CoffeeService
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+enum ServeCommand {
+    static let help = """
+        Usage: coffee-tracker serve [--config FILE]
+
+        Runs the service in the foreground: the ingest subscriber, the update
+        publisher, the query endpoint and the anchored store. SIGINT or SIGTERM
+        drains it: input stops, held work is committed, the last model is
+        published, sockets close, and it exits 0.
+
+        Options:
+          --config FILE   configuration (default config/coffee-tracker.json when it
+                          exists, else embedded defaults: data/ and inbox/ here,
+                          endpoints on 127.0.0.1:5555, 5556, 5557)
+          -h, --help      show this help
+
+        Logs go to stderr (log.level, log.format in the configuration).
+        """
+
+    static func run(_ words: [String]) async throws -> Int32 {
+        let args = try Arguments(words, valued: ["config"], switches: ["help"])
+        if args.has("help") {
+            print(help)
+            return 0
+        }
+        guard args.positional.isEmpty else {
+            throw Arguments.UsageError(description: "unexpected argument \"\(args.positional[0])\"")
+        }
+        let configuration: ServiceConfiguration
+        do {
+            configuration = try loadConfiguration(args["config"])
+        } catch {
+            printError("coffee-tracker serve: \(error)")
+            return 2
+        }
+        LoggingSystem.shared.configure(
+            level: configuration.logLevel, handler: StderrLogHandler(format: configuration.logFormat))
+        let signals = SignalStream.make([SIGINT, SIGTERM])
+        let service = CoffeeTrackerService(configuration: configuration)
+        do {
+            try await service.run(until: signals)
+        } catch {
+            Logger(label: "service").critical("could not start: \(error)")
+            return 1
+        }
+        return 0
+    }
+}

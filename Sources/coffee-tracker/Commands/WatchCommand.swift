@@ -1,0 +1,90 @@
+import CoffeeDomain
+import CoffeeService
+import Foundation
+import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `watch`: subscribes to the update endpoint and shows what arrives.
+enum WatchCommand {
+    static let help = """
+        Usage: coffee-tracker watch [--updates ENDPOINT] [--config FILE] [--count N] [--timeout SECONDS]
+
+        Subscribes to live updates. On a terminal it redraws one view: caffeine
+        now with its level colour, cups today, a sparkline of the next 24 h and
+        the anchor. Elsewhere it prints one line per message: "TOPIC JSON".
+          --count N          stop after N messages
+          --timeout SECONDS  fail if nothing (not even a heartbeat) arrives in time (default 5)
+        """
+
+    static func run(_ words: [String]) throws -> Int32 {
+        let args = try Arguments(words, valued: ["config", "updates", "count", "timeout"], switches: ["help"])
+        if args.has("help") {
+            print(help)
+            return 0
+        }
+        let configuration = try loadConfiguration(args["config"])
+        let endpoint = args["updates"] ?? EndpointDiscovery.endpoints(configuration).updates
+        let limit = args["count"].flatMap { Int($0) } ?? Int.max
+        let timeoutMs = Int((args["timeout"].flatMap { Double($0) } ?? 5) * 1000)
+        let context = ZMQContext()
+        let socket = try ZMQSocket(context, .sub)
+        defer { socket.close() }
+        try socket.setLinger(ms: 0)
+        try socket.subscribe("")
+        try socket.connect(endpoint)
+        let tty = isatty(1) != 0
+        var seen = 0
+        var lastModel: [String: Any] = [:]
+        var lastAnchor: Any = "?"
+        while seen < limit {
+            guard try ZMQSocket.poll([.socket(socket)], timeoutMs: timeoutMs).first == true,
+                let frames = try socket.receive(dontWait: true), frames.count == 2
+            else {
+                printError("coffee-tracker watch: nothing from \(endpoint) in \(Double(timeoutMs) / 1000) s; is the service running?")
+                return 1
+            }
+            seen += 1
+            let topic = String(decoding: frames[0], as: UTF8.self)
+            let body = String(decoding: frames[1], as: UTF8.self)
+            guard tty else {
+                print("\(topic) \(body)")
+                fflush(nil)
+                continue
+            }
+            let object = (try? JSONSerialization.jsonObject(with: frames[1]) as? [String: Any]) ?? [:]
+            if topic == "model" { lastModel = object }
+            lastAnchor = object["anchor"] ?? lastAnchor
+            draw(lastModel, anchor: lastAnchor, latest: topic)
+        }
+        return 0
+    }
+
+    static func draw(_ model: [String: Any], anchor: Any, latest: String) {
+        let mg = (model["mgCaffeine"] as? NSNumber)?.doubleValue ?? 0
+        let level = model["level"] as? String ?? "green"
+        let colour = ["green": "32", "yellow": "33", "red": "31"][level] ?? "0"
+        let cups = (model["cupsToday"] as? NSNumber)?.doubleValue ?? 0
+        let points = (model["timeline"] as? [[String: Any]] ?? []).compactMap { ($0["mgCaffeine"] as? NSNumber)?.doubleValue }
+        print("\u{1B}[H\u{1B}[2J", terminator: "")
+        print("Coffee Tracker — live")
+        print(String(format: "caffeine  \u{1B}[%@m%.1f mg (%@)\u{1B}[0m", colour, mg, level))
+        print(String(format: "cups      %.2f today", cups))
+        print("next 24 h \(sparkline(points, width: 48))")
+        print("anchor    \(anchor)   last: \(latest)")
+        fflush(nil)
+    }
+
+    /// Block characters for values, resampled to `width` columns.
+    static func sparkline(_ values: [Double], width: Int) -> String {
+        guard !values.isEmpty else { return "" }
+        let bars = Array("▁▂▃▄▅▆▇█")
+        let top = max(values.max() ?? 0, 1e-9)
+        return String((0..<min(width, values.count)).map { i in
+            let v = values[i * values.count / min(width, values.count)]
+            return bars[min(bars.count - 1, Int(v / top * Double(bars.count - 1)))]
+        })
+    }
+}
