@@ -37,7 +37,8 @@ public final class SocketLoop<Message: Sendable>: Sendable {
     public let mailbox: Mailbox<Message>
     private let stopping = Atomic<Bool>(false)
     private let ended = Mutex<CheckedContinuation<Void, Never>?>(nil)
-    private let hasEnded = Atomic<Bool>(false)
+    /// True while no thread runs: before `start` and after the thread ends.
+    private let hasEnded = Atomic<Bool>(true)
 
     public init(name: String, mailboxCapacity: Int = .max) {
         self.name = name
@@ -48,6 +49,7 @@ public final class SocketLoop<Message: Sendable>: Sendable {
     ///
     /// - Throws: whatever `make` throws (a taken port, say); the thread has ended then.
     public func start(_ make: @escaping @Sendable () throws -> Handler) async throws {
+        hasEnded.store(false, ordering: .sequentiallyConsistent)
         try await withCheckedThrowingContinuation { (started: CheckedContinuation<Void, any Error>) in
             let thread = Thread { [self] in
                 let handler: Handler

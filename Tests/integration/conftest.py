@@ -1,0 +1,142 @@
+"""Starts the real `coffee-tracker serve` and talks to it over real sockets.
+
+Every service gets its own temporary folder; its endpoints are ipc:// paths
+inside it (and a tcp://127.0.0.1:* port for the query endpoint), so runs
+never collide. Waits probe until the service answers; they never sleep and hope.
+"""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import zmq
+
+BINARY = os.environ.get("COFFEE_TRACKER") or str(
+    Path(__file__).resolve().parents[2] / ".build" / "debug" / "coffee-tracker")
+VECTORS = Path(__file__).resolve().parents[1] / "CoffeeDomainTests" / "Vectors"
+
+
+def now_iso(offset_s=0.0):
+    t = time.time() + offset_s
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % int((t % 1) * 1000)
+
+
+def drink(mg=96.0, offset_s=-60.0, **extra):
+    d = {"uuid": str(uuid.uuid4()).upper(), "mgCaffeine": mg, "date": now_iso(offset_s)}
+    d.update(extra)
+    return d
+
+
+class Service:
+    def __init__(self, folder, extra_config=None):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.config_path = self.folder / "config.json"
+        config = {
+            "dataDirectory": "data",
+            "inboxDirectory": "inbox",
+            "ingest": {"bind": [f"ipc://{self.folder}/ingest.sock"]},
+            "updates": {"bind": [f"ipc://{self.folder}/updates.sock"]},
+            "query": {"bind": ["tcp://127.0.0.1:*"]},
+            "model": {"timeZone": "UTC", "halfLifeHours": 5},
+            "publish": {"heartbeatIntervalS": 0.2, "modelIntervalMs": 50},
+            "log": {"level": "info"},
+        }
+        for key, value in (extra_config or {}).items():
+            if isinstance(value, dict) and isinstance(config.get(key), dict):
+                config[key].update(value)
+            else:
+                config[key] = value
+        self.config_path.write_text(json.dumps(config))
+        self.process = None
+        self.context = zmq.Context.instance()
+        self.log_path = self.folder / "service.log"
+
+    @property
+    def data(self):
+        return self.folder / "data"
+
+    def start(self, timeout=20.0):
+        endpoints = self.data / "endpoints.json"
+        if endpoints.exists():
+            endpoints.unlink()
+        self.log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            [BINARY, "serve", "--config", str(self.config_path)],
+            stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            assert self.process.poll() is None, "service exited: " + self.log_path.read_text()
+            if endpoints.exists():
+                try:
+                    self.endpoints = json.loads(endpoints.read_text())
+                    if self.endpoints.get("pid") == self.process.pid:
+                        break
+                except ValueError:
+                    pass
+            time.sleep(0.02)
+        else:
+            raise AssertionError("service did not start: " + self.log_path.read_text())
+        self.query_endpoint = self.endpoints["query"][0]
+        assert self.request({"op": "ping"})["ok"] is True
+        return self
+
+    def stop(self, sig=signal.SIGTERM, timeout=20.0):
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(sig)
+            code = self.process.wait(timeout=timeout)
+        else:
+            code = self.process.returncode if self.process else None
+        self.log.close()
+        return code
+
+    def kill(self):
+        self.process.kill()
+        self.process.wait(timeout=10)
+        self.log.close()
+
+    def request(self, obj, timeout_ms=10000, raw=None):
+        sock = self.context.socket(zmq.REQ)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.RCVTIMEO, timeout_ms)
+        sock.connect(self.query_endpoint)
+        try:
+            sock.send(raw if raw is not None else json.dumps(obj).encode())
+            return json.loads(sock.recv())
+        finally:
+            sock.close()
+
+    def run_cli(self, *args, timeout=30):
+        return subprocess.run(
+            [BINARY, *args, "--config", str(self.config_path)],
+            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+    def all_changes(self, anchor=None, limit=1000):
+        added, deleted, pages = [], [], 0
+        while True:
+            reply = self.request({"op": "changes", "anchor": anchor, "limit": limit})
+            assert reply["ok"], reply
+            added += reply["added"]
+            deleted += reply["deleted"]
+            anchor = reply["anchor"]
+            pages += 1
+            if not reply["hasMore"]:
+                return added, deleted, anchor, pages
+
+
+@pytest.fixture
+def folder():
+    with tempfile.TemporaryDirectory(prefix="ct-it-") as d:
+        yield d
+
+
+@pytest.fixture
+def service(folder):
+    s = Service(folder).start()
+    yield s
+    s.stop()
