@@ -66,14 +66,15 @@ public struct CaffeineModel: Sendable, Hashable {
             drinksToday += 1
         }
         let cups = mgToday / Self.mgPerCup
+        // Every point decays the same drinks, so each is mgNow decayed by
+        // its distance from `at`: O(drinks + points), not O(drinks × points).
         let points = Int(Self.window / Self.timelineStep) - 1  // 287: at+5 min … at+23 h 55 min
         var timeline: [ModelSnapshot.Point] = []
         timeline.reserveCapacity(points)
         for i in 1...points {
-            let date = at + Double(i) * Self.timelineStep
-            var mg = 0.0
-            for drink in counted { mg += remaining(mg: drink.mgCaffeine, taken: drink.date, at: date) }
-            timeline.append(ModelSnapshot.Point(date: date, mgCaffeine: mg))
+            let offset = Double(i) * Self.timelineStep
+            timeline.append(
+                ModelSnapshot.Point(date: at + offset, mgCaffeine: mgNow * pow(0.5, offset / (halfLifeHours * 3600))))
         }
         return ModelSnapshot(
             anchor: anchor, at: at, mgCaffeine: mgNow, level: .forDose(mg: mgNow), cupsToday: cups,

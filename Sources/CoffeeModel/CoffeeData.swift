@@ -17,6 +17,7 @@ public actor CoffeeData {
     public private(set) var anchor: Int64 = 0
 
     private var observers: [UUID: AsyncStream<Int64>.Continuation] = [:]
+    private var lastPruned = Date.distantPast
 
     public init(model: CaffeineModel, clock: any WallClock, cache: CoffeeDataStore?) {
         self.model = model
@@ -28,7 +29,7 @@ public actor CoffeeData {
     public func reset(drinks: [Drink], anchor: Int64) async {
         currentDrinks = Dictionary(drinks.map { ($0.uuid, $0) }, uniquingKeysWith: { a, b in a.version >= b.version ? a : b })
         self.anchor = anchor
-        removeOutdatedDrinks()
+        removeOutdatedDrinks(force: true)
         await drinksUpdated()
     }
 
@@ -47,10 +48,15 @@ public actor CoffeeData {
         await drinksUpdated()
     }
 
-    /// Drops drinks too old to matter. Drinks dated in the future stay: the
-    /// seed dropped them, losing a drink logged a few minutes ahead.
-    func removeOutdatedDrinks() {
-        let cutoff = clock.now() - CaffeineModel.retention
+    /// Drops drinks too old to matter, at most once a minute (the model's
+    /// formulas ignore old drinks anyway; this only bounds memory). Drinks
+    /// dated in the future stay: the seed dropped them, losing a drink logged
+    /// a few minutes ahead.
+    func removeOutdatedDrinks(force: Bool = false) {
+        let now = clock.now()
+        guard force || now.timeIntervalSince(lastPruned) >= 60 else { return }
+        lastPruned = now
+        let cutoff = now - CaffeineModel.retention
         currentDrinks = currentDrinks.filter { $0.value.date >= cutoff }
     }
 
@@ -82,7 +88,7 @@ public actor CoffeeData {
     /// Tells observers and saves the cache: the seed's `drinksUpdated()`.
     private func drinksUpdated() async {
         for continuation in observers.values { continuation.yield(anchor) }
-        await cache?.save(CoffeeDataStore.Snapshot(anchor: anchor, drinks: drinks))
+        await cache?.schedule(drinks: currentDrinks, anchor: anchor)
     }
 
     /// Ends the observer streams.

@@ -26,11 +26,41 @@ public actor CoffeeDataStore {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     public let url: URL
+    /// Least time between two scheduled writes.
+    public let interval: Duration
     private var savedValue: Snapshot?
+    private var scheduled: (drinks: [UUID: Drink], anchor: Int64)?
+    private var writeScheduled = false
+    /// Files written so far.
+    public private(set) var writes = 0
     private let logger = Logger(label: "model-cache")
 
-    public init(url: URL) {
+    public init(url: URL, interval: Duration = .seconds(1)) {
         self.url = url
+        self.interval = interval
+    }
+
+    /// Saves the latest drinks and anchor soon, coalescing: however many
+    /// changes arrive, at most one write per `interval`, always of the newest.
+    /// The cache is downstream of the store's commit, so it may lag; it never
+    /// holds an anchor without its drinks.
+    public func schedule(drinks: [UUID: Drink], anchor: Int64) {
+        scheduled = (drinks, anchor)
+        guard !writeScheduled else { return }
+        writeScheduled = true
+        Task {
+            try? await Task.sleep(for: interval)
+            flush()
+        }
+    }
+
+    /// Writes what is scheduled now.
+    public func flush() {
+        writeScheduled = false
+        guard let (drinks, anchor) = scheduled else { return }
+        scheduled = nil
+        let sorted = drinks.values.sorted { ($0.date, $0.uuid.uuidString) < ($1.date, $1.uuid.uuidString) }
+        save(Snapshot(anchor: anchor, drinks: sorted))
     }
 
     /// The saved snapshot, or nil when there is none or it cannot be read.
@@ -65,6 +95,7 @@ public actor CoffeeDataStore {
             encoder.outputFormat = .binary
             try DurableFile.write(try encoder.encode(snapshot), to: url)
             savedValue = snapshot
+            writes += 1
             return true
         } catch {
             // The store is the truth; a lost cache is only rebuilt at start-up.
@@ -73,5 +104,9 @@ public actor CoffeeDataStore {
         }
     }
 
-    public func close() { executor.stop() }
+    /// Writes what is scheduled, then stops the cache's thread.
+    public func close() {
+        flush()
+        executor.stop()
+    }
 }

@@ -97,8 +97,28 @@ struct CoffeeDataTests {
         let m = f.model(cache: cache)
         let a = f.drink(-60)
         await m.updateModel(newDrinks: [a], deletedDrinks: [], anchor: 5)
+        await cache.flush()
         let saved = try PropertyListDecoder().decode(CoffeeDataStore.Snapshot.self, from: Data(contentsOf: f.cacheURL))
         #expect(saved == CoffeeDataStore.Snapshot(anchor: 5, drinks: [a]))
+    }
+
+    @Test func cacheWritesCoalesceToTheNewest() async throws {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let cache = CoffeeDataStore(url: f.cacheURL, interval: .seconds(3600))
+        let m = f.model(cache: cache)
+        var last: Drink?
+        for i in 1...100 {
+            let d = f.drink(-Double(i))
+            last = d
+            await m.updateModel(newDrinks: [d], deletedDrinks: [], anchor: Int64(i))
+        }
+        #expect(await cache.writes == 0)
+        await cache.close()
+        #expect(await cache.writes == 1)
+        let saved = try PropertyListDecoder().decode(CoffeeDataStore.Snapshot.self, from: Data(contentsOf: f.cacheURL))
+        #expect(saved.anchor == 100 && saved.drinks.count == 100)
+        #expect(saved.drinks.first == last)  // oldest first
     }
 
     @Test func cacheRoundTripsAndSkipsUnchangedWrites() async throws {
@@ -129,6 +149,7 @@ struct CoffeeDataTests {
         try await controller.load()
         #expect(await m.drinks == [a])
         #expect(await m.anchor == 2)
+        await cache.flush()
         #expect(await cache.load()?.anchor == 2)
         await store.close()
     }

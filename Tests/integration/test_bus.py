@@ -1,0 +1,211 @@
+"""PROTOCOL.md §2 and §3 with pyzmq as the outside publisher and subscriber."""
+import base64
+import json
+import time
+import uuid
+
+import zmq
+
+from conftest import Service, drink
+
+
+def publisher(service, hwm=0):
+    """A pyzmq PUB connected to the ingest endpoint.
+
+    A PUB drops at its own send high-water mark (pyzmq's default is 1000) when
+    the application outruns its I/O thread; a burst publisher raises it, as
+    PROTOCOL.md §2 advises. hwm=0 is unlimited.
+    """
+    pub = service.context.socket(zmq.PUB)
+    pub.setsockopt(zmq.LINGER, 5000)
+    pub.setsockopt(zmq.SNDHWM, hwm)
+    pub.connect(service.endpoints["ingest"][0])
+    # Slow joiner: probe until a message comes back stored.
+    probe = drink(mg=1, offset_s=-10 * 86400)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        pub.send_multipart([b"drink.add", json.dumps(probe).encode()])
+        if service.request({"op": "changes", "anchor": None})["added"]:
+            return pub, service.request({"op": "ping"})["anchor"]
+        time.sleep(0.02)
+    raise AssertionError("publisher never got through")
+
+
+def subscriber(service, topics=(b"",), hwm=None):
+    sub = service.context.socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.setsockopt(zmq.RCVTIMEO, 10000)
+    if hwm is not None:
+        sub.setsockopt(zmq.RCVHWM, hwm)
+    for t in topics:
+        sub.setsockopt(zmq.SUBSCRIBE, t)
+    probe_only = b"" not in topics and b"heartbeat" not in topics
+    if probe_only:
+        sub.setsockopt(zmq.SUBSCRIBE, b"heartbeat")
+    sub.connect(service.endpoints["updates"][0])
+    # Probe: heartbeats flow every 0.2 s, so the first one proves the link.
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            topic, _ = sub.recv_multipart()
+        except zmq.Again:
+            continue
+        if topic == b"heartbeat":
+            if probe_only:
+                sub.setsockopt(zmq.UNSUBSCRIBE, b"heartbeat")
+            return sub
+    raise AssertionError("no update ever arrived")
+
+
+def next_changes(sub):
+    """The next `changes` message, past any heartbeat still queued from the probe."""
+    while True:
+        topic, body = sub.recv_multipart()
+        if topic == b"changes":
+            return json.loads(body)
+
+
+def wait_for_anchor(service, anchor, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        current = service.request({"op": "ping"})["anchor"]
+        if current >= anchor:
+            return current
+        time.sleep(0.02)
+    raise AssertionError(f"anchor {anchor} not reached; at {current}")
+
+
+def test_both_message_forms_arrays_and_deletes(service):
+    pub, base = publisher(service)
+    a, b, c = drink(), drink(), drink()
+    pub.send_multipart([b"drink.add", json.dumps(a).encode()])
+    pub.send(b"drink.add " + json.dumps([b, c]).encode())
+    wait_for_anchor(service, base + 3)
+    pub.send(b"drink.delete " + json.dumps({"uuid": a["uuid"]}).encode())
+    pub.send_multipart([b"drink.delete", json.dumps([{"uuid": b["uuid"], "version": 3}]).encode()])
+    wait_for_anchor(service, base + 5)
+    added, deleted, _, _ = service.all_changes(anchor=base)
+    assert [x["uuid"] for x in added] == [c["uuid"]]
+    assert all(x["source"] == "bus" for x in added)
+    assert {(t["uuid"], t["version"]) for t in deleted} == {(a["uuid"], 1), (b["uuid"], 3)}
+    pub.close()
+
+
+def test_bad_messages_go_to_the_dead_letter_file_and_good_ones_around_them_are_stored(service):
+    pub, base = publisher(service)
+    good1, good2 = drink(), drink()
+    bad = [
+        ([b"drink.add", b"{not json"], "not valid JSON"),
+        ([b"drink.add", json.dumps([drink(), drink(mg=-1)]).encode()], "element 1: mgCaffeine must be > 0"),
+        ([b"drink.add", json.dumps({"uuid": "nope", "mgCaffeine": 5, "date": "2026-01-01T00:00:00Z"}).encode()], "uuid"),
+        ([b"drink.remove", b"{}"], "unknown topic"),
+        ([b"drink.add", b"a", b"b"], "got 3 frames"),
+        ([b"drink.add" + json.dumps(drink()).encode()], "unknown topic"),
+        ([b"drink.add"], "got 1 frames"),
+        ([b"drink.delete", b"[{\"version\": 2}]"], "uuid is required"),
+    ]
+    pub.send_multipart([b"drink.add", json.dumps(good1).encode()])
+    for frames, _ in bad:
+        pub.send_multipart(frames)
+    pub.send_multipart([b"drink.add", json.dumps(good2).encode()])
+    wait_for_anchor(service, base + 2)
+    deadline = time.time() + 10
+    path = service.data / "rejected.jsonl"
+    while time.time() < deadline and (not path.exists() or len(path.read_text().splitlines()) < len(bad)):
+        time.sleep(0.02)
+    lines = [json.loads(l) for l in path.read_text().splitlines()]
+    assert len(lines) == len(bad)
+    for entry, (frames, reason) in zip(lines, bad):
+        assert reason in entry["reason"], entry
+        assert entry["at"].endswith("Z")
+        raw = base64.b64decode(entry["body"])
+        assert raw == frames[-1] or raw in frames[0]
+    added, _, _, _ = service.all_changes(anchor=base)
+    # The array with one bad element stored none of it.
+    assert [x["uuid"] for x in added] == [good1["uuid"], good2["uuid"]]
+    stats = service.request({"op": "stats"})
+    assert stats["rejected"] == len(bad)
+    assert service.request({"op": "ping"})["ok"]
+    pub.close()
+
+
+def test_changes_chain_is_unbroken_over_thousands_of_events(service):
+    sub = subscriber(service, topics=(b"changes",))
+    pub, base = publisher(service)
+    n = 5000
+    drinks = [drink(offset_s=-i) for i in range(n)]
+    for d in drinks:
+        pub.send_multipart([b"drink.add", json.dumps(d).encode()])
+    seen = set()
+    last = None
+    while len(seen) < n:
+        msg = next_changes(sub)
+        if last is not None:
+            assert msg["previousAnchor"] == last, (msg["previousAnchor"], last)
+        assert msg["anchor"] - msg["previousAnchor"] == len(msg["added"]) + len(msg["deleted"])
+        last = msg["anchor"]
+        seen.update(a["uuid"] for a in msg["added"])
+    assert seen >= {d["uuid"] for d in drinks}
+    assert last == base + n
+    # Group commit: far fewer commits than messages.
+    assert service.request({"op": "stats"})["commits"] < n / 5
+    sub.close()
+    pub.close()
+
+
+def test_model_and_heartbeat_arrive_with_the_right_fields(service):
+    sub = subscriber(service)
+    service.request({"op": "add", "drinks": [drink(mg=200, offset_s=-5 * 3600)]})
+    got = {}
+    deadline = time.time() + 10
+    while time.time() < deadline and not ("model" in got and got["model"]["anchor"] == 1 and "heartbeat" in got
+                                           and got["heartbeat"]["anchor"] == 1):
+        topic, body = sub.recv_multipart()
+        got[topic.decode()] = json.loads(body)
+    model, beat = got["model"], got["heartbeat"]
+    assert set(model) == {"anchor", "at", "mgCaffeine", "level", "cupsToday", "cupsLevel", "drinksToday",
+                          "halfLifeHours", "timeline"}
+    assert abs(model["mgCaffeine"] - 100) < 0.1 and model["level"] == "green"
+    assert len(model["timeline"]) == 287
+    assert set(beat) == {"anchor", "at"} and beat["at"].endswith("Z")
+    stats = service.request({"op": "stats"})
+    assert stats["subscribers"] >= 1
+    sub.close()
+
+
+def test_stuck_subscriber_does_not_stop_ingestion(service):
+    stuck = service.context.socket(zmq.SUB)
+    stuck.setsockopt(zmq.RCVHWM, 1)
+    stuck.setsockopt(zmq.LINGER, 0)
+    stuck.setsockopt(zmq.SUBSCRIBE, b"")
+    stuck.connect(service.endpoints["updates"][0])  # and never reads
+    live = subscriber(service, topics=(b"changes",))
+    pub, base = publisher(service)
+    n = 20000
+    for i in range(n):
+        pub.send_multipart([b"drink.add", json.dumps(drink(offset_s=-i)).encode()])
+    wait_for_anchor(service, base + n)
+    last = base
+    while last < base + n:
+        msg = next_changes(live)
+        if msg["anchor"] <= base:
+            continue  # the publisher's probe, committed before `base` was read
+        assert msg["previousAnchor"] == last
+        last = msg["anchor"]
+    stuck.close()
+    live.close()
+    pub.close()
+
+
+def test_100k_single_event_messages_at_full_speed_all_stored(service):
+    pub, base = publisher(service, hwm=0)
+    n = 100_000
+    date = drink()["date"]
+    bodies = [json.dumps({"uuid": str(uuid.uuid4()), "mgCaffeine": 50, "date": date}).encode() for _ in range(n)]
+    for body in bodies:
+        pub.send_multipart([b"drink.add", body])
+    wait_for_anchor(service, base + n, timeout=240)
+    stats = service.request({"op": "stats"})
+    assert stats["anchor"] == base + n
+    assert stats["commits"] < n / 10
+    pub.close()
