@@ -52,6 +52,14 @@ public struct LogRecord: Sendable {
     public let label: String
     public let message: String
     public let metadata: Logger.Metadata
+
+    public init(date: Date, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata) {
+        self.date = date
+        self.level = level
+        self.label = label
+        self.message = message
+        self.metadata = metadata
+    }
 }
 
 /// Where log records go. The default writes one line per record to stderr.

@@ -1,0 +1,80 @@
+import Foundation
+import Logging
+import Testing
+
+@testable import CoffeeService
+
+@Suite("Configuration (PROTOCOL.md §7)")
+struct ConfigurationTests {
+    func parse(_ json: String) throws -> ServiceConfiguration {
+        try ConfigurationLoader.parse(Data(json.utf8), file: "c.json", relativeTo: "/etc/ct")
+    }
+
+    func message(_ json: String) -> String {
+        do {
+            _ = try parse(json)
+            return ""
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func shippedFileHoldsTheDefaults() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../config/coffee-tracker.json").standardized
+        let c = try ConfigurationLoader.load(path: url.path)
+        #expect(c.queryBind == ["tcp://127.0.0.1:5557"])
+        #expect(c.ingestBind == ["tcp://127.0.0.1:5555"] && c.updatesBind == ["tcp://127.0.0.1:5556"])
+        #expect(c.halfLifeHours == 5 && c.modelIntervalMs == 100 && c.refreshIntervalS == 60)
+        #expect(c.maxMessageBytes == 1_048_576 && c.maxFileBytes == 268_435_456)
+        #expect(c.dataDirectory.hasSuffix("/data") && !c.dataDirectory.contains("config"))
+    }
+
+    @Test func emptyObjectGivesDefaultsWithPathsBesideTheFile() throws {
+        let c = try parse("{}")
+        #expect(c.dataDirectory == "/etc/data")
+        #expect(c.inboxDirectory == "/etc/inbox")
+        #expect(c.logLevel == .info && c.logFormat == .text)
+        #expect(try parse(#"{"dataDirectory": "/var/lib/ct"}"#).dataDirectory == "/var/lib/ct")
+    }
+
+    @Test func valuesAreRead() throws {
+        let c = try parse(
+            #"{"model": {"halfLifeHours": 3.5, "timeZone": "Europe/Berlin"}, "log": {"level": "debug", "format": "json"}, "ingest": {"connect": ["ipc:///tmp/x"]}}"#
+        )
+        #expect(c.halfLifeHours == 3.5 && c.timeZone == "Europe/Berlin")
+        #expect(c.logLevel == .debug && c.logFormat == .json)
+        #expect(c.ingestConnect == ["ipc:///tmp/x"])
+    }
+
+    @Test(arguments: [
+        (#"{"colour": 1}"#, "unknown key \"colour\""),
+        (#"{"log": {"colour": 1}}"#, "unknown key \"log.colour\""),
+        (#"{"model": {"halfLifeHours": true}}"#, "model.halfLifeHours must be a number"),
+        (#"{"model": {"halfLifeHours": 0}}"#, "model.halfLifeHours must be > 0"),
+        (#"{"publish": {"modelIntervalMs": 1.5}}"#, "publish.modelIntervalMs must be a whole number"),
+        (#"{"query": {"bind": "tcp://x:1"}}"#, "query.bind must be an array"),
+        (#"{"query": {"bind": [5]}}"#, "query.bind[0] must be a string"),
+        (#"{"model": {"timeZone": "Nowhere/Special"}}"#, "model.timeZone must be an IANA"),
+        (#"{"log": {"format": "xml"}}"#, "log.format must be text or json"),
+        (#"{"dataDirectory": 3}"#, "dataDirectory must be a string"),
+        (#"[]"#, "must be a JSON object"),
+    ])
+    func errorsNameTheKey(json: String, expected: String) {
+        let m = message(json)
+        #expect(m.contains(expected), "\(m)")
+        #expect(m.hasPrefix("c.json"))
+    }
+
+    @Test func logLineFormats() {
+        let record = LogRecord(
+            date: Date(timeIntervalSince1970: 0), level: .warning, label: "ingest", message: "rejected",
+            metadata: ["topic": "drink.add", "reason": "mg must be > 0"])
+        #expect(
+            StderrLogHandler.render(record, format: .text)
+                == #"1970-01-01T00:00:00.000Z warning ingest: rejected reason="mg must be > 0" topic=drink.add"#)
+        let json = StderrLogHandler.render(record, format: .json)
+        let object = try! JSONSerialization.jsonObject(with: Data(json.utf8)) as! [String: String]
+        #expect(object["level"] == "warning" && object["topic"] == "drink.add" && object["message"] == "rejected")
+    }
+}
