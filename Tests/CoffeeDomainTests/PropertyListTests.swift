@@ -30,6 +30,19 @@ struct PropertyListTests {
         #expect(RFC3339.string(drinks[0].date) == "2026-11-29T12:30:00.000Z")
     }
 
+    /// Made by Python's plistlib (Vectors/make_plistlib_fixture.py): naive
+    /// UTC dates, a lower-case UUID, a fractional second.
+    @Test(arguments: ["CoffeeTracker-plistlib", "CoffeeTracker-plistlib-xml"])
+    func writtenByPythonsPlistlibReads(name: String) throws {
+        let url = Bundle.module.url(forResource: "Vectors/\(name)", withExtension: "plist")!
+        let drinks = try decode(Data(contentsOf: url))
+        #expect(drinks.map(\.mgCaffeine) == [96, 128, 47.5])
+        #expect(drinks[2].uuid.uuidString == "D4E5F6A7-B8C9-4DAE-9FB0-3B4C5D6E7F08")
+        #expect(drinks.map { RFC3339.string($0.date) } == [
+            "2026-11-29T12:30:00.000Z", "2026-11-29T09:40:00.000Z", "2026-11-28T23:30:15.000Z",
+        ])
+    }
+
     @Test func writtenByFoundationsEncoderReads() throws {
         let sample = [
             SampleDrink(mgCaffeine: 64, date: Date(timeIntervalSince1970: 1_796_000_000.5), uuid: UUID()),

@@ -209,3 +209,98 @@ def test_100k_single_event_messages_at_full_speed_all_stored(service):
     assert stats["anchor"] == base + n
     assert stats["commits"] < n / 10
     pub.close()
+
+
+def test_service_connects_to_a_bound_publisher(folder):
+    ctx = zmq.Context.instance()
+    pub = ctx.socket(zmq.PUB)
+    pub.setsockopt(zmq.LINGER, 1000)
+    endpoint = f"ipc://{folder}/publisher.sock"
+    pub.bind(endpoint)
+    s = Service(folder, {"ingest": {"bind": [], "connect": [endpoint]}}).start()
+    try:
+        d = drink()
+        deadline = time.time() + 10
+        while time.time() < deadline and s.request({"op": "ping"})["anchor"] == 0:
+            pub.send_multipart([b"drink.add", json.dumps(d).encode()])
+            time.sleep(0.02)
+        added, _, _, _ = s.all_changes()
+        assert [a["uuid"] for a in added] == [d["uuid"]]
+    finally:
+        s.stop()
+        pub.close()
+
+
+def test_model_is_refreshed_without_commits_and_coalesced_under_load(folder):
+    s = Service(folder, {"publish": {"refreshIntervalS": 0.3, "modelIntervalMs": 200}}).start()
+    try:
+        sub = subscriber(s, topics=(b"model", b"changes"))
+        # No commits: refreshes still come (caffeine decays).
+        models = 0
+        while models < 3:
+            topic, _ = sub.recv_multipart()
+            models += topic == b"model"
+        # A burst of commits: many `changes`, few `model`.
+        pub, base = publisher(s)
+        for i in range(3000):
+            pub.send_multipart([b"drink.add", json.dumps(drink(offset_s=-i)).encode()])
+        counts = {b"model": 0, b"changes": 0}
+        last = base
+        while last < base + 3000:
+            topic, body = sub.recv_multipart()
+            if topic in counts:
+                counts[topic] += 1
+            if topic == b"changes":
+                last = json.loads(body)["anchor"]
+        assert counts[b"changes"] > counts[b"model"]
+        pub.close()
+        sub.close()
+    finally:
+        s.stop()
+
+
+def test_watch_prints_plain_lines_when_not_a_terminal(service):
+    service.request({"op": "add", "drinks": [drink()]})
+    p = service.run_cli("watch", "--count", "3")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.strip().splitlines()
+    assert len(lines) == 3
+    for line in lines:
+        topic, body = line.split(" ", 1)
+        assert topic in ("heartbeat", "model", "changes")
+        assert "anchor" in json.loads(body)
+
+
+def test_watch_redraws_a_live_view_on_a_terminal(service):
+    import os
+    import pty
+    import subprocess
+    from conftest import BINARY
+    service.request({"op": "add", "drinks": [drink(mg=300, offset_s=-60)]})
+    master, slave = pty.openpty()
+    p = subprocess.Popen([BINARY, "watch", "--count", "8", "--config", str(service.config_path)],
+                         stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert p.wait(timeout=30) == 0
+    text = out.decode("utf-8", "replace")
+    assert "\x1b[2J" in text            # redraws
+    assert "\x1b[33m" in text           # yellow: 300 mg is between 200 and 400
+    assert "mg (yellow)" in text and "cups" in text and "anchor" in text
+    assert any(c in text for c in "▁▂▃▄▅▆▇█")  # the sparkline
+
+
+def test_watch_fails_cleanly_when_nothing_answers(folder):
+    import subprocess
+    from conftest import BINARY
+    p = subprocess.run([BINARY, "watch", "--updates", f"ipc://{folder}/nobody", "--timeout", "0.5"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 1 and "nothing from" in p.stderr

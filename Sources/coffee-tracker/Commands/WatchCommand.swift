@@ -10,23 +10,26 @@ import ZeroMQ
 /// `watch`: subscribes to the update endpoint and shows what arrives.
 enum WatchCommand {
     static let help = """
-        Usage: coffee-tracker watch [--updates ENDPOINT] [--config FILE] [--count N] [--timeout SECONDS]
+        Usage: coffee-tracker watch [--updates ENDPOINT] [--query ENDPOINT] [--config FILE] [--count N] [--timeout SECONDS]
 
         Subscribes to live updates. On a terminal it redraws one view: caffeine
         now with its level colour, cups today, a sparkline of the next 24 h and
-        the anchor. Elsewhere it prints one line per message: "TOPIC JSON".
+        the anchor; it starts from the current model (asked of the query
+        endpoint right after subscribing). Elsewhere it prints one line per
+        message: "TOPIC JSON".
           --count N          stop after N messages
           --timeout SECONDS  fail if nothing (not even a heartbeat) arrives in time (default 5)
         """
 
     static func run(_ words: [String]) throws -> Int32 {
-        let args = try Arguments(words, valued: ["config", "updates", "count", "timeout"], switches: ["help"])
+        let args = try Arguments(words, valued: ["config", "updates", "query", "count", "timeout"], switches: ["help"])
         if args.has("help") {
             print(help)
             return 0
         }
         let configuration = try loadConfiguration(args["config"])
-        let endpoint = args["updates"] ?? EndpointDiscovery.endpoints(configuration).updates
+        let discovered = EndpointDiscovery.endpoints(configuration)
+        let endpoint = args["updates"] ?? discovered.updates
         let limit = args["count"].flatMap { Int($0) } ?? Int.max
         let timeoutMs = Int((args["timeout"].flatMap { Double($0) } ?? 5) * 1000)
         let context = ZMQContext()
@@ -39,6 +42,18 @@ enum WatchCommand {
         var seen = 0
         var lastModel: [String: Any] = [:]
         var lastAnchor: Any = "?"
+        if tty {
+            // Subscribe first, then ask for the state (the Clone pattern), so
+            // the view starts complete and nothing between is missed.
+            let query = args["query"] ?? discovered.query
+            if let client = try? QueryClient(endpoint: query, timeout: 2),
+                let reply = try? client.call(.object([("op", "model")])), reply["ok"] as? Bool == true
+            {
+                lastModel = reply
+                lastAnchor = reply["anchor"] ?? lastAnchor
+                draw(lastModel, anchor: lastAnchor, latest: "model (query)")
+            }
+        }
         while seen < limit {
             guard try ZMQSocket.poll([.socket(socket)], timeoutMs: timeoutMs).first == true,
                 let frames = try socket.receive(dontWait: true), frames.count == 2
