@@ -71,6 +71,37 @@ public final class CoffeeTrackerService: Sendable {
             await store.close()
             throw StartupError(description: "\(error)")
         }
+        // The inbox: files present now, then whatever the watcher reports.
+        let importer = InboxImporter(
+            inbox: URL(fileURLWithPath: c.inboxDirectory),
+            parser: InboxFileParser(decoder: BatchDecoder(validator: validator)), store: store, counters: counters,
+            maxFileBytes: c.maxFileBytes, clock: clock)
+        let watcher: InboxWatcher
+        do {
+            try await importer.prepare()
+            watcher = try InboxWatcher(directory: c.inboxDirectory)
+        } catch {
+            await ingest.stop()
+            await query.stop(grace: .zero)
+            await broadcaster.stop()
+            await store.close()
+            throw StartupError(description: "cannot watch inbox \(c.inboxDirectory): \(error)")
+        }
+        let (inboxEvents, inboxContinuation) = AsyncStream.makeStream(of: [InboxEvent].self)
+        watcher.start { events in
+            inboxContinuation.yield(events)
+            if events.contains(.folderGone) {
+                try? FileManager.default.createDirectory(atPath: c.inboxDirectory, withIntermediateDirectories: true)
+                try? watcher.rewatch(c.inboxDirectory)
+            }
+        }
+        let inboxTask = Task {
+            await importer.scan()
+            for await events in inboxEvents {
+                if self.shuttingDown.load(ordering: .relaxed) { break }  // the rest wait for the next start
+                await importer.handle(events)
+            }
+        }
         writeEndpoints(ingest: ingest.boundEndpoints, updates: broadcaster.boundEndpoints, query: query.boundEndpoints)
 
         // Downstream of the commit: the model follows the store, the
@@ -122,6 +153,10 @@ public final class CoffeeTrackerService: Sendable {
         // Drain: stop taking input, commit what is held, publish the last
         // model, close the sockets with a bounded linger.
         shuttingDown.store(true, ordering: .relaxed)
+        watcher.cancel()
+        inboxContinuation.finish()
+        await inboxTask.value  // the file being imported finishes
+        await importer.close()
         await ingest.stop()
         await query.stop()
         await store.close()

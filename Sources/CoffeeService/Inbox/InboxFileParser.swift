@@ -1,0 +1,162 @@
+import CoffeeDomain
+import Foundation
+import HealthStore
+
+/// Why an inbox file was refused: what `<name>.error.json` says.
+public struct InboxFileError: Error, CustomStringConvertible, Sendable, Equatable {
+    public var message: String
+    public var index: Int?
+    public var line: Int?
+    public var field: String?
+
+    public init(_ message: String, index: Int? = nil, line: Int? = nil, field: String? = nil) {
+        self.message = message
+        self.index = index
+        self.line = line
+        self.field = field
+    }
+
+    init(_ error: ValidationError, prefix: String = "") {
+        self.init(prefix + error.description, index: error.index, line: error.line, field: error.field)
+    }
+
+    public var description: String { message }
+}
+
+/// Reads the inbox's formats (PROTOCOL.md §5) into one all-or-nothing batch.
+public struct InboxFileParser: Sendable {
+    public enum Format: Sendable { case json, jsonLines, propertyList }
+
+    public let decoder: BatchDecoder
+
+    public init(decoder: BatchDecoder) {
+        self.decoder = decoder
+    }
+
+    /// The format a name asks for, or nil for a name the inbox does not take.
+    public static func format(of name: String) -> Format? {
+        let lower = name.lowercased()
+        if lower.hasSuffix(".json") { return .json }
+        if lower.hasSuffix(".jsonl") || lower.hasSuffix(".ndjson") { return .jsonLines }
+        if lower.hasSuffix(".plist") { return .propertyList }
+        return nil
+    }
+
+    /// Names left alone until renamed: dot-files and files still being written.
+    public static func isIgnored(_ name: String) -> Bool {
+        name.hasPrefix(".") || name.hasSuffix("~")
+            || [".tmp", ".part", ".partial"].contains { name.lowercased().hasSuffix($0) }
+    }
+
+    /// Parses `data` as `format`.
+    public func parse(_ data: Data, format: Format, now: Date) throws(InboxFileError) -> WriteBatch {
+        switch format {
+        case .json:
+            guard String(validating: data, as: UTF8.self) != nil else { throw InboxFileError("file is not valid UTF-8") }
+            return try document(now: now) { try JSONDecoder().decode(FileDocument.self, from: data) }
+        case .propertyList:
+            return try document(now: now) { try PropertyListDecoder().decode(FileDocument.self, from: data) }
+        case .jsonLines:
+            var batch = WriteBatch()
+            var lineNumber = 0
+            var start = data.startIndex
+            while start < data.endIndex {
+                let end = data[start...].firstIndex(of: UInt8(ascii: "\n")) ?? data.endIndex
+                lineNumber += 1
+                try line(data[start..<end], number: lineNumber, now: now, into: &batch)
+                start = end < data.endIndex ? data.index(after: end) : end
+            }
+            return batch
+        }
+    }
+
+    /// One line of a JSON Lines file: a drink, or `{"delete": "<uuid>"}`.
+    func line(_ bytes: Data, number: Int, now: Date, into batch: inout WriteBatch) throws(InboxFileError) {
+        guard bytes.contains(where: { $0 > 0x20 }) else { return }  // blank lines are fine
+        guard String(validating: bytes, as: UTF8.self) != nil else {
+            throw InboxFileError("line \(number): not valid UTF-8", line: number)
+        }
+        do throws(ValidationError) {
+            let probe = try? JSONDecoder().decode(LineKind.self, from: bytes)
+            if probe?.isDeletion == true {
+                batch.deletions += try decoder.deletions(json: bytes)
+            } else {
+                let drinks = try decoder.drinks(json: bytes, now: now, source: "inbox")
+                guard drinks.count == 1, bytes.first(where: { $0 > 0x20 }) == UInt8(ascii: "{") else {
+                    throw ValidationError(rule: "each line must be one JSON object")
+                }
+                batch.drinks += drinks
+            }
+        } catch {
+            throw InboxFileError(error.at(line: number))
+        }
+    }
+
+    private struct LineKind: Decodable {
+        var isDeletion: Bool
+        enum Key: String, CodingKey { case delete }
+        init(from decoder: any Decoder) throws {
+            isDeletion = try decoder.container(keyedBy: Key.self).contains(.delete)
+        }
+    }
+
+    private func document(now: Date, _ decode: () throws -> FileDocument) throws(InboxFileError) -> WriteBatch {
+        let doc: FileDocument
+        do {
+            doc = try decode()
+        } catch let error as InboxFileError {
+            throw error
+        } catch {
+            throw InboxFileError("file cannot be parsed (\(BatchDecoder.describe(error)))")
+        }
+        var batch = WriteBatch()
+        do throws(ValidationError) {
+            batch.drinks = try decoder.validate(doc.drinks, isArray: true) { input throws(ValidationError) in
+                try decoder.validator.drink(from: input, now: now, defaultSource: "inbox")
+            }
+        } catch {
+            throw InboxFileError(error, prefix: doc.isArray ? "" : "drinks ")
+        }
+        do throws(ValidationError) {
+            batch.deletions = try decoder.validate(doc.deleted, isArray: true) { input throws(ValidationError) in
+                try decoder.validator.deletion(from: input)
+            }
+        } catch {
+            throw InboxFileError(error, prefix: "deleted ")
+        }
+        return batch
+    }
+}
+
+/// A whole-file document: an array of drinks, or `{"drinks": [...], "deleted": [...]}`.
+struct FileDocument: Decodable {
+    var drinks: [DrinkInput?] = []
+    var deleted: [DeletionInput?] = []
+    var isArray = false
+
+    enum Key: String, CodingKey { case drinks, deleted }
+
+    init(from decoder: any Decoder) throws {
+        if let array = try? decoder.singleValueContainer().decode([Lenient<DrinkInput>].self) {
+            drinks = array.map(\.value)
+            isArray = true
+            return
+        }
+        guard let c = try? decoder.container(keyedBy: Key.self) else {
+            throw InboxFileError("file must hold an array of drinks or {\"drinks\": [...], \"deleted\": [...]}")
+        }
+        guard c.contains(.drinks) || c.contains(.deleted) else {
+            throw InboxFileError("file must hold an array of drinks or {\"drinks\": [...], \"deleted\": [...]}")
+        }
+        do {
+            drinks = try c.decodeIfPresent([Lenient<DrinkInput>].self, forKey: .drinks)?.map(\.value) ?? []
+        } catch {
+            throw InboxFileError("drinks must be an array of drink objects", field: "drinks")
+        }
+        do {
+            deleted = try c.decodeIfPresent([Lenient<DeletionInput>].self, forKey: .deleted)?.map(\.value) ?? []
+        } catch {
+            throw InboxFileError("deleted must be an array of deletion objects", field: "deleted")
+        }
+    }
+}

@@ -1,0 +1,203 @@
+import CoffeeDomain
+import CoffeeModel
+import Foundation
+import HealthStore
+import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Imports inbox files (PROTOCOL.md §5), one at a time, on a thread of its
+/// own (file reads and fsyncs never touch the cooperative pool).
+///
+/// Each file is one all-or-nothing store commit. It moves to `processed/`
+/// only after that commit is durable; a refused file moves to `failed/`
+/// beside `<name>.error.json`. Nothing is deleted. A crash between commit and
+/// move re-imports the file on restart, which adds nothing (UUID rules).
+public actor InboxImporter {
+    private let executor = ThreadExecutor(name: "inbox")
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    public let inbox: URL
+    private let parser: InboxFileParser
+    private let store: HealthStore
+    private let counters: ServiceCounters
+    private let maxFileBytes: Int
+    private let clock: any WallClock
+    private let logger = Logger(label: "inbox")
+    /// A file modified this recently may still be open for writing; it is
+    /// left for its close event (or a later scan).
+    private let settleTime: TimeInterval
+    private var rescanScheduled = false
+
+    public init(
+        inbox: URL, parser: InboxFileParser, store: HealthStore, counters: ServiceCounters, maxFileBytes: Int,
+        clock: any WallClock, settleTime: TimeInterval = 1
+    ) {
+        self.inbox = inbox
+        self.parser = parser
+        self.store = store
+        self.counters = counters
+        self.maxFileBytes = maxFileBytes
+        self.clock = clock
+        self.settleTime = settleTime
+    }
+
+    var processed: URL { inbox.appendingPathComponent("processed") }
+    var failed: URL { inbox.appendingPathComponent("failed") }
+
+    /// Creates the inbox and its `processed/` and `failed/` folders.
+    public func prepare() throws {
+        for url in [inbox, processed, failed] {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        }
+    }
+
+    public func handle(_ events: [InboxEvent]) async {
+        var names: [String] = []
+        var rescan = false
+        for event in events {
+            switch event {
+            case .file(let name): if !names.contains(name) { names.append(name) }
+            case .created(let name):
+                var info = stat()
+                let isRegular = lstat(inbox.appendingPathComponent(name).path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+                if !isRegular && !names.contains(name) { names.append(name) }
+            case .rescan: rescan = true
+            case .folderGone:
+                logger.warning("inbox folder was removed or replaced; recreating it and rescanning", ["path": inbox.path])
+                try? prepare()
+                rescan = true
+            }
+        }
+        if rescan {
+            await scan()
+        } else {
+            for name in names { await importFile(named: name) }
+        }
+    }
+
+    /// Imports every candidate file in the inbox, oldest name first.
+    public func scan() async {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: inbox.path)) ?? []
+        for name in names.sorted() { await importFile(named: name) }
+    }
+
+    /// Imports one file, if it is one the inbox takes and it is still there.
+    public func importFile(named name: String) async {
+        guard name != "processed", name != "failed", !InboxFileParser.isIgnored(name) else { return }
+        let url = inbox.appendingPathComponent(name)
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else { return }  // already moved: a repeated event
+        let kind = info.st_mode & S_IFMT
+        if kind == S_IFLNK { return refuse(name, InboxFileError("symbolic links are refused; copy or move the file itself in")) }
+        if kind == S_IFDIR { return refuse(name, InboxFileError("directories are refused; drop the files themselves")) }
+        if kind != S_IFREG { return refuse(name, InboxFileError("not a regular file (a FIFO, socket or device); refused")) }
+        guard let format = InboxFileParser.format(of: name) else {
+            return refuse(name, InboxFileError("unknown file type; the inbox takes .json, .jsonl, .ndjson and .plist"))
+        }
+        if Int(info.st_size) > maxFileBytes {
+            return refuse(name, InboxFileError("file is \(info.st_size) bytes; limits.maxFileBytes is \(maxFileBytes)"))
+        }
+        let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+        if Date().timeIntervalSince1970 - modified < settleTime {
+            scheduleRescan()  // may still be written in place; its close event or this rescan picks it up
+            return
+        }
+        let started = Date()
+        let data: Data
+        do {
+            data = try Self.read(url.path)
+        } catch {
+            return refuse(name, InboxFileError("file cannot be read (\(error))"))
+        }
+        let batch: WriteBatch
+        do {
+            batch = try parser.parse(data, format: format, now: clock.now())
+        } catch {
+            return refuse(name, error)
+        }
+        let result: WriteResult
+        do {
+            result = try await store.apply(batch)
+        } catch {
+            // Not the file's fault: leave it for the next scan.
+            logger.error("could not store an inbox file; it stays in the inbox", ["file": name, "error": "\(error)"])
+            return
+        }
+        ServiceCounters.bump(counters.received, by: batch.count)
+        ServiceCounters.bump(counters.stored, by: result.added + result.deleted + result.unknown)
+        ServiceCounters.bump(counters.duplicates, by: result.duplicates)
+        do {
+            _ = try move(name, to: processed)
+            ServiceCounters.bump(counters.filesProcessed)
+            logger.info(
+                "imported",
+                [
+                    "file": name, "added": "\(result.added)", "duplicates": "\(result.duplicates)",
+                    "deleted": "\(result.deleted)", "anchor": "\(result.anchor)",
+                    "seconds": String(format: "%.3f", Date().timeIntervalSince(started)),
+                ])
+        } catch {
+            logger.error("imported but could not move to processed/", ["file": name, "error": "\(error)"])
+        }
+    }
+
+    private func scheduleRescan() {
+        guard !rescanScheduled else { return }
+        rescanScheduled = true
+        Task {
+            try? await Task.sleep(for: .milliseconds(Int64(settleTime * 1000) + 100))
+            rescanScheduled = false
+            await scan()
+        }
+    }
+
+    /// Moves a refused file to `failed/` beside its `.error.json`.
+    private func refuse(_ name: String, _ error: InboxFileError) {
+        ServiceCounters.bump(counters.filesFailed)
+        do {
+            let moved = try move(name, to: failed)
+            var members: [(String, JSONValue)] = [("file", .string(name)), ("error", .string(error.message))]
+            if let index = error.index { members.append(("index", .int(Int64(index)))) }
+            if let line = error.line { members.append(("line", .int(Int64(line)))) }
+            if let field = error.field { members.append(("field", .string(field))) }
+            members.append(("at", .string(RFC3339.string(Date()))))
+            try DurableFile.write(
+                JSONValue.object(members).data(), to: failed.appendingPathComponent(moved + ".error.json"))
+            logger.warning("refused inbox file", ["file": name, "error": error.message])
+        } catch {
+            logger.error("could not move a refused file to failed/", ["file": name, "error": "\(error)"])
+        }
+    }
+
+    /// Renames `name` into `folder`, with a suffix when the name is taken;
+    /// fsyncs both folders. Returns the name it got.
+    private func move(_ name: String, to folder: URL) throws -> String {
+        var target = name
+        var n = 1
+        while FileManager.default.fileExists(atPath: folder.appendingPathComponent(target).path)
+            || FileManager.default.fileExists(atPath: folder.appendingPathComponent(target + ".error.json").path)
+        {
+            target = "\(name).\(n)"
+            n += 1
+        }
+        guard rename(inbox.appendingPathComponent(name).path, folder.appendingPathComponent(target).path) == 0 else {
+            throw DurableFile.Failure(path: name, operation: "moving", errno: errno)
+        }
+        try DurableFile.syncFolder(folder.path)
+        try DurableFile.syncFolder(inbox.path)
+        return target
+    }
+
+    /// Reads a regular file without following links or blocking on FIFOs.
+    static func read(_ path: String) throws -> Data {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { throw DurableFile.Failure(path: path, operation: "opening", errno: errno) }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        return try handle.readToEnd() ?? Data()
+    }
+
+    public func close() { executor.stop() }
+}

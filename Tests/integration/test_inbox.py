@@ -1,0 +1,184 @@
+"""PROTOCOL.md §5: the watched inbox folder, with real files."""
+import json
+import os
+import plistlib
+import datetime
+import time
+import uuid
+
+from conftest import Service, drink
+
+
+def wait_until(predicate, timeout=30, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def inbox(service):
+    return service.folder / "inbox"
+
+
+def drop(service, name, content):
+    """Writes elsewhere, then renames in, as PROTOCOL.md §5 advises."""
+    tmp = service.folder / ("." + name + ".writing")
+    tmp.write_bytes(content if isinstance(content, bytes) else content.encode())
+    os.rename(tmp, inbox(service) / name)
+
+
+def processed(service, name):
+    return (inbox(service) / "processed" / name).exists()
+
+
+def failed_error(service, name):
+    path = inbox(service) / "failed" / (name + ".error.json")
+    wait_until(path.exists, what=f"{name} to fail")
+    assert (inbox(service) / "failed" / name).exists() or (inbox(service) / "failed" / name).is_symlink()
+    return json.loads(path.read_text())
+
+
+def uuids(service):
+    added, _, _, _ = service.all_changes()
+    return {a["uuid"] for a in added}
+
+
+def test_every_format_imports(service):
+    a, b, c, d, e = (drink() for _ in range(5))
+    drop(service, "array.json", json.dumps([a]))
+    drop(service, "dict.json", json.dumps({"drinks": [b], "deleted": []}))
+    drop(service, "lines.jsonl", json.dumps(c) + "\n\n" + json.dumps(d) + "\n" + json.dumps({"delete": a["uuid"]}) + "\n")
+    watch_drinks = [{"mgCaffeine": 64.0, "date": datetime.datetime.utcnow() - datetime.timedelta(hours=1),
+                     "uuid": str(uuid.uuid4()).upper()}]
+    drop(service, "CoffeeTracker.plist", plistlib.dumps(watch_drinks, fmt=plistlib.FMT_BINARY))
+    drop(service, "export.plist", plistlib.dumps({"drinks": [dict(e, date=datetime.datetime.utcnow())]}, fmt=plistlib.FMT_XML))
+    drop(service, "more.ndjson", json.dumps(drink()) + "\n")
+    for name in ("array.json", "dict.json", "lines.jsonl", "CoffeeTracker.plist", "export.plist", "more.ndjson"):
+        wait_until(lambda: processed(service, name), what=name)
+    stored = uuids(service)
+    assert {b["uuid"], c["uuid"], d["uuid"], e["uuid"], watch_drinks[0]["uuid"]} <= stored
+    assert a["uuid"] not in stored  # deleted by the JSON Lines file
+    stats = service.request({"op": "stats"})
+    assert stats["filesProcessed"] == 6 and stats["filesFailed"] == 0
+
+
+def test_the_watch_apps_own_plist_imports_as_it_is(service):
+    vectors = service.folder.parent / "unused"
+    from conftest import VECTORS
+    drop(service, "CoffeeTracker.plist", (VECTORS / "CoffeeTracker.plist").read_bytes())
+    wait_until(lambda: processed(service, "CoffeeTracker.plist"))
+    assert "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C01" in uuids(service)
+
+
+def test_refusals_each_get_an_error_file_and_nothing_is_stored(service):
+    good = drink()
+    drop(service, "bad-element.json", json.dumps([good, drink(mg=-2)]))
+    err = failed_error(service, "bad-element.json")
+    assert err["index"] == 1 and err["field"] == "mgCaffeine" and err["file"] == "bad-element.json"
+    assert "must be > 0" in err["error"] and err["at"].endswith("Z")
+    drop(service, "bad-line.jsonl", json.dumps(drink()) + "\n" + "{oops\n")
+    err = failed_error(service, "bad-line.jsonl")
+    assert err["line"] == 2
+    drop(service, "not-utf8.json", b'[{"uuid": "\xff\xfe"}]')
+    assert "UTF-8" in failed_error(service, "not-utf8.json")["error"]
+    drop(service, "deep.json", "[" * 100000 + "]" * 100000)
+    failed_error(service, "deep.json")
+    drop(service, "notes.txt", "hello")
+    assert "unknown file type" in failed_error(service, "notes.txt")["error"]
+    target = service.folder / "real.json"
+    target.write_text(json.dumps([drink()]))
+    os.symlink(target, inbox(service) / "link.json")
+    assert "symbolic link" in failed_error(service, "link.json")["error"]
+    os.mkfifo(service.folder / "pipe.json")
+    os.rename(service.folder / "pipe.json", inbox(service) / "pipe.json")
+    assert "FIFO" in failed_error(service, "pipe.json")["error"]
+    (service.folder / "dir.json").mkdir()
+    os.rename(service.folder / "dir.json", inbox(service) / "dir.json")
+    assert "directories" in failed_error(service, "dir.json")["error"]
+    assert good["uuid"] not in uuids(service)
+    assert service.request({"op": "ping"})["ok"]  # still running
+    assert service.request({"op": "stats"})["filesFailed"] == 8
+
+
+def test_too_large_file_is_refused(folder):
+    s = Service(folder, {"limits": {"maxFileBytes": 1000}}).start()
+    try:
+        drop(s, "big.json", json.dumps([drink() for _ in range(50)]))
+        assert "maxFileBytes" in failed_error(s, "big.json")["error"]
+    finally:
+        s.stop()
+
+
+def test_temp_and_dot_files_wait_until_renamed(service):
+    names = [".hidden.json", "x.json.tmp", "y.json.part", "z.json.partial", "w.json~"]
+    for name in names:
+        (inbox(service) / name).write_text(json.dumps([drink()]))
+    marker = drink()
+    drop(service, "marker.json", json.dumps([marker]))
+    wait_until(lambda: processed(service, "marker.json"))
+    for name in names:
+        assert (inbox(service) / name).exists()
+    os.rename(inbox(service) / "x.json.tmp", inbox(service) / "x.json")
+    wait_until(lambda: processed(service, "x.json"))
+
+
+def test_slow_writer_in_place_is_imported_once_closed_and_complete(service):
+    drinks = [drink() for _ in range(20)]
+    text = json.dumps(drinks)
+    with open(inbox(service) / "slow.json", "w") as f:
+        for i in range(0, len(text), 100):
+            f.write(text[i:i + 100])
+            f.flush()
+            time.sleep(0.01)
+    wait_until(lambda: processed(service, "slow.json"))
+    assert {d["uuid"] for d in drinks} <= uuids(service)
+    assert not (inbox(service) / "failed" / "slow.json").exists()
+
+
+def test_same_content_twice_adds_nothing(service):
+    content = json.dumps([drink(), drink()])
+    drop(service, "a.json", content)
+    wait_until(lambda: processed(service, "a.json"))
+    anchor = service.request({"op": "ping"})["anchor"]
+    drop(service, "a.json", content)
+    wait_until(lambda: processed(service, "a.json.1"))
+    assert service.request({"op": "ping"})["anchor"] == anchor
+    assert service.request({"op": "stats"})["duplicates"] == 2
+
+
+def test_files_present_at_start_and_a_burst_are_all_imported(folder):
+    s = Service(folder)
+    (s.folder / "inbox").mkdir()
+    expected = set()
+    old = time.time() - 10
+    for i in range(200):
+        d = drink(offset_s=-i)
+        expected.add(d["uuid"])
+        path = s.folder / "inbox" / f"start-{i:03}.json"
+        path.write_text(json.dumps([d]))
+        os.utime(path, (old, old))
+    s.start()
+    try:
+        for i in range(1000):
+            d = drink(offset_s=-i)
+            expected.add(d["uuid"])
+            drop(s, f"burst-{i:04}.jsonl", json.dumps(d) + "\n")
+        wait_until(lambda: len(list((s.folder / "inbox" / "processed").iterdir())) == 1200, timeout=120,
+                   what="1200 files processed")
+        left = [p.name for p in (s.folder / "inbox").iterdir() if p.name not in ("processed", "failed")]
+        assert left == []
+        assert expected <= uuids(s)
+    finally:
+        s.stop()
+
+
+def test_inbox_folder_deleted_is_recreated_and_watched(service):
+    import shutil
+    shutil.rmtree(inbox(service))
+    wait_until(lambda: (inbox(service) / "processed").exists(), what="inbox recreated")
+    d = drink()
+    drop(service, "after.json", json.dumps([d]))
+    wait_until(lambda: processed(service, "after.json"))
+    assert "recreating" in service.log_path.read_text()
