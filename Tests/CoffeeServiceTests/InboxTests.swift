@@ -1,0 +1,87 @@
+import CoffeeDomain
+import Foundation
+import HealthStore
+import Testing
+
+@testable import CoffeeService
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite("Inbox watcher and importer")
+struct InboxTests {
+    @Test func decodesKernelRecords() {
+        let bytes =
+            InboxWatcher.record(mask: UInt32(IN_CLOSE_WRITE), name: "a.json")
+            + InboxWatcher.record(mask: UInt32(IN_MOVED_TO), name: "b.plist")
+            + InboxWatcher.record(mask: UInt32(IN_CREATE), name: "link.json")
+            + InboxWatcher.record(mask: UInt32(IN_Q_OVERFLOW))
+            + InboxWatcher.record(mask: UInt32(IN_DELETE_SELF))
+        #expect(InboxWatcher.decode(bytes) == [.file("a.json"), .file("b.plist"), .created("link.json"), .rescan, .folderGone])
+    }
+
+    @Test func ignoredNamesAndFormats() {
+        for name in [".x.json", "a.json.tmp", "a.json.part", "a.json.partial", "a.json~"] {
+            #expect(InboxFileParser.isIgnored(name), "\(name)")
+        }
+        #expect(!InboxFileParser.isIgnored("a.json"))
+        #expect(InboxFileParser.format(of: "A.JSON") == .json)
+        #expect(InboxFileParser.format(of: "a.ndjson") == .jsonLines)
+        #expect(InboxFileParser.format(of: "CoffeeTracker.plist") == .propertyList)
+        #expect(InboxFileParser.format(of: "a.txt") == nil)
+    }
+
+    @Test func jsonLinesErrorsNameTheLine() {
+        let parser = InboxFileParser(decoder: BatchDecoder())
+        let good = #"{"uuid":"\#(UUID())","mgCaffeine":5,"date":"2026-11-29T08:00:00Z"}"#
+        let text = good + "\n\n" + #"{"delete":"\#(UUID())"}"# + "\n" + #"{"uuid":"\#(UUID())","date":"2026-11-29T08:00:00Z"}"#
+        #expect {
+            _ = try parser.parse(Data(text.utf8), format: .jsonLines, now: .distantFuture)
+        } throws: { error in
+            let e = error as! InboxFileError
+            return e.line == 4 && e.field == "mgCaffeine"
+        }
+        let ok = try? parser.parse(Data((good + "\n" + #"{"delete":"\#(UUID())"}"#).utf8), format: .jsonLines, now: .distantFuture)
+        #expect(ok?.drinks.count == 1 && ok?.deletions.count == 1)
+    }
+
+    /// IN_Q_OVERFLOW (events lost) makes the importer rescan the folder. The
+    /// overflow comes through an injected event source: a pipe carrying the
+    /// kernel's record, so the machine's inotify limits are never touched.
+    @Test func overflowTriggersAFullRescan() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ct-inbox-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let inbox = dir.appendingPathComponent("inbox")
+        try FileManager.default.createDirectory(at: inbox, withIntermediateDirectories: true)
+        let store = try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path))
+        let importer = InboxImporter(
+            inbox: inbox, parser: InboxFileParser(decoder: BatchDecoder()), store: store, counters: ServiceCounters(),
+            maxFileBytes: 1 << 20, clock: SystemClock(), settleTime: 0)
+        try await importer.prepare()
+        // Files whose events were lost.
+        for i in 0..<3 {
+            let drink = #"[{"uuid":"\#(UUID())","mgCaffeine":5,"date":"2026-11-29T08:00:00Z"}]"#
+            try Data(drink.utf8).write(to: inbox.appendingPathComponent("lost-\(i).json"))
+        }
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[1]) }
+        let watcher = InboxWatcher(readingFrom: ends[0])
+        let (stream, continuation) = AsyncStream.makeStream(of: [InboxEvent].self)
+        watcher.start { continuation.yield($0) }
+        let record = InboxWatcher.record(mask: UInt32(IN_Q_OVERFLOW))
+        #expect(record.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) } == record.count)
+        for await events in stream {
+            #expect(events == [.rescan])
+            await importer.handle(events)
+            break
+        }
+        watcher.cancel()
+        let processed = try FileManager.default.contentsOfDirectory(atPath: inbox.appendingPathComponent("processed").path)
+        #expect(processed.sorted() == ["lost-0.json", "lost-1.json", "lost-2.json"])
+        #expect(await store.anchor == 3)
+        await importer.close()
+        await store.close()
+    }
+}
