@@ -39,7 +39,7 @@ let package = Package(
 
         .executableTarget(
             name: "coffee-tracker",
-            dependencies: ["CoffeeService", "CoffeeDomain", "ZeroMQ", "Logging"],
+            dependencies: ["CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "Logging"],
             swiftSettings: strict),
 
         .testTarget(

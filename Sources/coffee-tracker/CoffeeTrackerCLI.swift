@@ -16,6 +16,7 @@ struct CoffeeTrackerCLI {
         ("changes", "list what changed since an anchor"),
         ("model", "show caffeine now, levels, cups today"),
         ("watch", "print live updates from the update endpoint"),
+        ("import", "import exported files (.json, .jsonl, .plist) through the service"),
         ("status", "show the service's counters"),
         ("keygen", "print a new CURVE key pair (Z85)"),
     ]
@@ -48,6 +49,7 @@ struct CoffeeTrackerCLI {
             case "serve": code = try await ServeCommand.run(rest)
             case "add", "delete", "changes", "model", "status": code = try ClientCommands.run(command, rest)
             case "watch": code = try WatchCommand.run(rest)
+            case "import": code = try ImportCommand.run(rest)
             case "keygen": code = try KeygenCommand.run(rest)
             default:
                 printError("coffee-tracker: unknown command \"\(command)\"\n\n\(usage)")

@@ -182,3 +182,49 @@ def test_inbox_folder_deleted_is_recreated_and_watched(service):
     drop(service, "after.json", json.dumps([d]))
     wait_until(lambda: processed(service, "after.json"))
     assert "recreating" in service.log_path.read_text()
+
+
+def test_import_command_through_the_service(service):
+    import subprocess
+    from conftest import BINARY
+    drinks = [drink(offset_s=-i) for i in range(4500)]
+    path = service.folder / "export.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in drinks) + json.dumps({"delete": drinks[0]["uuid"]}) + "\n")
+    p = service.run_cli("import", str(path))
+    assert p.returncode == 0, p.stderr
+    assert "added 4500, duplicates 0, deleted 1" in p.stdout
+    assert len(uuids(service)) == 4499
+    again = service.run_cli("import", str(path))
+    assert "added 0, duplicates 4500" in again.stdout
+    bad = service.folder / "bad.json"
+    bad.write_text(json.dumps([drink(), {"uuid": "x"}]))
+    p = service.run_cli("import", str(bad))
+    assert p.returncode == 1 and "element 1" in p.stderr and "uuid" in p.stderr
+    # A progress bar on a terminal.
+    import pty
+    master, slave = pty.openpty()
+    q = subprocess.Popen([BINARY, "import", str(path), "--config", str(service.config_path)],
+                         stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert q.wait(timeout=60) == 0
+    assert b"100% 4501/4501" in out and b"[====" in out
+
+
+def test_import_refuses_without_a_service(folder):
+    import subprocess
+    from conftest import BINARY
+    path = os.path.join(folder, "a.json")
+    with open(path, "w") as f:
+        f.write(json.dumps([drink()]))
+    p = subprocess.run([BINARY, "import", path, "--query", f"ipc://{folder}/nobody", "--timeout", "0.5"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 1 and "not running" in p.stderr

@@ -122,7 +122,7 @@ def test_corrupt_database_stops_startup_and_is_kept(folder):
 def test_help_and_usage_errors():
     p = subprocess.run([BINARY, "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "serve" in p.stdout and "watch" in p.stdout
-    for command in ("serve", "add", "delete", "changes", "model", "watch", "status", "keygen"):
+    for command in ("serve", "add", "delete", "changes", "model", "watch", "status", "keygen", "import"):
         p = subprocess.run([BINARY, command, "--help"], capture_output=True, text=True)
         assert p.returncode == 0 and "Usage: coffee-tracker " + command in p.stdout, command
     p = subprocess.run([BINARY, "brew"], capture_output=True, text=True)

@@ -191,12 +191,10 @@ public actor InboxImporter {
         return target
     }
 
-    /// Reads a regular file without following links or blocking on FIFOs.
+    /// Maps a regular file (checked with lstat just before) rather than
+    /// copying it, so its bytes are page cache, not the process's own memory.
     static func read(_ path: String) throws -> Data {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw DurableFile.Failure(path: path, operation: "opening", errno: errno) }
-        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        return try handle.readToEnd() ?? Data()
+        try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
     }
 
     public func close() { executor.stop() }

@@ -1,0 +1,132 @@
+import CoffeeDomain
+import CoffeeService
+import Foundation
+import HealthStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `import FILE...`: one-shot import through the running service.
+enum ImportCommand {
+    static let help = """
+        Usage: coffee-tracker import FILE... [--config FILE] [--query ENDPOINT] [--timeout SECONDS]
+
+        Imports exported files (.json, .jsonl/.ndjson, .plist — the watch app's
+        CoffeeTracker.plist as it is) through the running service's query
+        endpoint. Each file is read and validated whole first: a file with any
+        bad element sends nothing, and the error names its index or line and
+        field. Then its drinks and deletions go in chunks, each chunk one
+        durable commit; importing the same file again adds nothing. A progress
+        bar shows on a terminal; a summary follows (added, duplicates, deleted,
+        time). Without a running service it refuses, naming the endpoint.
+        """
+
+    /// Drinks per request: well below limits.maxMessageBytes for any valid drink.
+    static let chunk = 2000
+
+    static func run(_ words: [String]) throws -> Int32 {
+        let args = try Arguments(words, valued: ["config", "query", "timeout"], switches: ["help"])
+        if args.has("help") {
+            print(help)
+            return 0
+        }
+        guard !args.positional.isEmpty else { throw Arguments.UsageError(description: "import needs at least one FILE") }
+        let configuration = try loadConfiguration(args["config"])
+        let endpoint = args["query"] ?? EndpointDiscovery.endpoints(configuration).query
+        let timeout = args["timeout"].flatMap(Double.init) ?? 30
+        let client = try QueryClient(endpoint: endpoint, timeout: timeout)
+        do {
+            _ = try client.call(.object([("op", "ping")]))
+        } catch {
+            printError("coffee-tracker import: the service is not running (no answer at \(endpoint)); start it with `coffee-tracker serve`, or drop the files into its inbox folder")
+            return 1
+        }
+        let parser = InboxFileParser(
+            decoder: BatchDecoder(validator: DrinkValidator(limits: configuration.limits)))
+        var failures = 0
+        for path in args.positional {
+            let started = Date()
+            guard let format = InboxFileParser.format(of: path) else {
+                printError("\(path): unknown file type; expected .json, .jsonl, .ndjson or .plist")
+                failures += 1
+                continue
+            }
+            let batch: WriteBatch
+            do {
+                let data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
+                batch = try parser.parse(data, format: format, now: Date())
+            } catch {
+                printError("\(path): \(error)")
+                failures += 1
+                continue
+            }
+            let progress = Progress(total: batch.count, label: (path as NSString).lastPathComponent)
+            var totals = (added: 0, duplicates: 0, deleted: 0, unknown: 0)
+            for start in stride(from: 0, to: batch.drinks.count, by: chunk) {
+                let part = batch.drinks[start..<min(start + chunk, batch.drinks.count)]
+                let reply = try request(client, [("op", "add"), ("drinks", .array(part.map(WireFormat.json)))])
+                totals.added += reply["added"] as? Int ?? 0
+                totals.duplicates += reply["duplicates"] as? Int ?? 0
+                progress.advance(part.count)
+            }
+            for start in stride(from: 0, to: batch.deletions.count, by: chunk) {
+                let part = batch.deletions[start..<min(start + chunk, batch.deletions.count)]
+                let items: [JSONValue] = part.map { d in
+                    var m: [(String, JSONValue)] = [("uuid", .string(d.uuid.uuidString))]
+                    if let v = d.version { m.append(("version", .int(v))) }
+                    return .object(m)
+                }
+                let reply = try request(client, [("op", "delete"), ("deletions", .array(items))])
+                totals.deleted += reply["deleted"] as? Int ?? 0
+                totals.unknown += reply["unknown"] as? Int ?? 0
+                progress.advance(part.count)
+            }
+            progress.finish()
+            print(String(
+                format: "%@: added %d, duplicates %d, deleted %d, unknown %d, %.2f s", path, totals.added,
+                totals.duplicates, totals.deleted, totals.unknown, Date().timeIntervalSince(started)))
+        }
+        return failures == 0 ? 0 : 1
+    }
+
+    static func request(_ client: QueryClient, _ members: [(String, JSONValue)]) throws -> [String: Any] {
+        let reply = try client.call(.object(members))
+        guard reply["ok"] as? Bool == true else {
+            let error = reply["error"] as? [String: Any] ?? [:]
+            throw QueryClient.Failure(description: "\(error["code"] ?? "error"): \(error["message"] ?? "")")
+        }
+        return reply
+    }
+
+    /// A progress bar on stderr when it is a terminal; silent otherwise.
+    final class Progress {
+        let total: Int
+        let label: String
+        var done = 0
+        let enabled = isatty(2) != 0
+
+        init(total: Int, label: String) {
+            self.total = total
+            self.label = label
+            draw()
+        }
+
+        func advance(_ n: Int) {
+            done += n
+            draw()
+        }
+
+        func draw() {
+            guard enabled, total > 0 else { return }
+            let width = 30
+            let filled = done * width / total
+            let bar = String(repeating: "=", count: filled) + String(repeating: " ", count: width - filled)
+            FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(done * 100 / total)% \(done)/\(total)".utf8))
+        }
+
+        func finish() {
+            if enabled && total > 0 { FileHandle.standardError.write(Data("\n".utf8)) }
+        }
+    }
+}
