@@ -42,7 +42,16 @@ public actor CoffeeData {
     public func updateModel(newDrinks: [Drink], deletedDrinks: Set<UUID>, anchor: Int64) async {
         guard !newDrinks.isEmpty || !deletedDrinks.isEmpty || anchor != self.anchor else { return }
         for uuid in deletedDrinks { currentDrinks[uuid] = nil }
-        for drink in newDrinks { currentDrinks[drink.uuid] = drink }
+        // Drinks too old to matter are not held at all (an import of old
+        // history would otherwise sit here until the next prune).
+        let cutoff = clock.now() - CaffeineModel.retention
+        for drink in newDrinks {
+            if drink.date >= cutoff {
+                currentDrinks[drink.uuid] = drink
+            } else {
+                currentDrinks[drink.uuid] = nil  // a newer version dated out of the window
+            }
+        }
         self.anchor = max(self.anchor, anchor)
         removeOutdatedDrinks()
         await drinksUpdated()

@@ -66,13 +66,14 @@ public actor HealthKitController {
         try await store.save(drinks)
     }
 
-    /// Applies each committed batch; catches up through `changes` when a
-    /// batch does not follow on from the model's anchor.
+    /// Applies each committed batch; catches up through `changes` (paged)
+    /// when a batch does not follow on from the model's anchor, or was too
+    /// large to carry its changes.
     public func follow(_ updates: AsyncStream<CommittedBatch>) async {
         for await batch in updates {
             let current = await model.anchor
             if batch.anchor <= current { continue }
-            if batch.previousAnchor == current {
+            if batch.previousAnchor == current && batch.isComplete {
                 await model.updateModel(
                     newDrinks: batch.added, deletedDrinks: Set(batch.deleted.map(\.uuid)), anchor: batch.anchor)
             } else {

@@ -31,6 +31,10 @@ public actor HealthStore {
         }
     }
 
+    /// Commits with more changes than this are announced without their
+    /// changes (`CommittedBatch.isComplete` false); readers page through them.
+    public static let announceLimit = 10_000
+
     private let executor: ThreadExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
@@ -181,6 +185,36 @@ public actor HealthStore {
         }
     }
 
+    /// Applies every batch `next` yields, in one transaction: all of them or,
+    /// if `next` or a write throws, none. For imports of any size: memory is
+    /// one batch, not the whole input. Returns once the commit is durable.
+    ///
+    /// - Parameter next: called on the store's thread until it returns nil;
+    ///   what it throws (a validation error, say) rolls everything back and
+    ///   is rethrown.
+    public func applyStream(_ next: @Sendable () throws -> WriteBatch?) throws -> WriteResult {
+        guard let db else { throw StoreError.closed }
+        flush()  // whatever was queued before commits first, in order
+        let previous = currentAnchor
+        var changes = CommitChanges()
+        var total = WriteResult()
+        do {
+            try db.transaction {
+                while let batch = try next() {
+                    let r = try write(batch, into: &changes)
+                    total.added += r.added
+                    total.duplicates += r.duplicates
+                    total.deleted += r.deleted
+                    total.unknown += r.unknown
+                }
+                try statements.setMeta("anchor", changes.anchor ?? previous)
+            }
+        }
+        finishCommit(from: previous, changes: changes)
+        total.anchor = currentAnchor
+        return total
+    }
+
     private func commitAlone(_ item: Pending, db: Database) {
         let previous = currentAnchor
         var changes = CommitChanges()
@@ -208,20 +242,32 @@ public actor HealthStore {
         for continuation in subscribers.values { continuation.yield(batch) }
     }
 
-    /// The changes of one commit, each UUID in its final state.
+    /// The changes of one commit, each UUID in its final state; past
+    /// `HealthStore.announceLimit` only the anchor is kept, so a huge commit
+    /// needs no memory in proportion to its size.
     private struct CommitChanges {
         var anchor: Int64?
         var order: [UUID] = []
         var final: [UUID: Change] = [:]
+        var isComplete = true
 
         enum Change { case added(Drink), deleted(Tombstone) }
 
         mutating func record(_ uuid: UUID, _ change: Change, anchor: Int64) {
             self.anchor = anchor
+            guard isComplete else { return }
             if final.updateValue(change, forKey: uuid) == nil { order.append(uuid) }
+            if order.count > HealthStore.announceLimit {
+                isComplete = false
+                order = []
+                final = [:]
+            }
         }
 
         func committed(previousAnchor: Int64, anchor: Int64) -> CommittedBatch {
+            guard isComplete else {
+                return CommittedBatch(anchor: anchor, previousAnchor: previousAnchor, added: [], deleted: [], isComplete: false)
+            }
             var added: [Drink] = []
             var deleted: [Tombstone] = []
             for uuid in order {
@@ -281,11 +327,14 @@ public actor HealthStore {
     /// - Parameter since: nil for every live drink (no tombstones).
     /// - Throws: `StoreError.anchorExpired` when tombstones after `since`
     ///   were purged, so the caller must resync from nil.
-    public func changes(since: Int64?, limit: Int) throws -> ChangeSet {
+    ///   - through: the last anchor to include (default: the store's anchor);
+    ///     with it a reader pages through one commit without running into later ones.
+    public func changes(since: Int64?, limit: Int, through: Int64? = nil) throws -> ChangeSet {
         guard db != nil else { throw StoreError.closed }
         if let since, since < purgedAnchor { throw StoreError.anchorExpired(requested: since, purged: purgedAnchor) }
         let limit = max(1, limit)
-        let rows = try statements.changes(after: since ?? 0, liveOnly: since == nil, limit: limit + 1)
+        let end = min(through ?? currentAnchor, currentAnchor)
+        let rows = try statements.changes(after: since ?? 0, through: end, liveOnly: since == nil, limit: limit + 1)
         let hasMore = rows.count > limit
         var added: [Drink] = []
         var deleted: [Tombstone] = []
@@ -297,7 +346,7 @@ public actor HealthStore {
             }
             last = row.anchor
         }
-        return ChangeSet(added: added, deleted: deleted, anchor: hasMore ? last : currentAnchor, hasMore: hasMore)
+        return ChangeSet(added: added, deleted: deleted, anchor: hasMore ? last : end, hasMore: hasMore)
     }
 
     /// Live drinks dated in `range`, oldest first: what a model window needs.

@@ -89,14 +89,15 @@ final class Statements: @unchecked Sendable {
         enum Change { case added(Drink), deleted(Tombstone) }
     }
 
-    func changes(after anchor: Int64, liveOnly: Bool, limit: Int) throws -> [Row] {
+    func changes(after anchor: Int64, through end: Int64, liveOnly: Bool, limit: Int) throws -> [Row] {
         let s = try db.prepare(
             """
             SELECT uuid, version, deleted, anchor, date_ms, mg, type, source FROM records
-            WHERE anchor > ?1 \(liveOnly ? "AND deleted = 0" : "") ORDER BY anchor LIMIT ?2
+            WHERE anchor > ?1 AND anchor <= ?3 \(liveOnly ? "AND deleted = 0" : "") ORDER BY anchor LIMIT ?2
             """)
         try s.bind(1, anchor)
         try s.bind(2, Int64(limit))
+        try s.bind(3, end)
         var rows: [Row] = []
         while try s.step() {
             let uuid = Self.uuid(s, 0)

@@ -53,6 +53,10 @@ public struct CommittedBatch: Sendable, Hashable {
     public var previousAnchor: Int64
     public var added: [Drink]
     public var deleted: [Tombstone]
+    /// False for a commit too large to carry (`HealthStore.announceLimit`):
+    /// `added` and `deleted` are then empty, and the changes are read with
+    /// `changes(since: previousAnchor, limit:, through: anchor)`.
+    public var isComplete: Bool = true
 }
 
 /// Facts about the store for `stats`.

@@ -46,6 +46,27 @@ struct InboxTests {
         #expect(ok?.drinks.count == 1 && ok?.deletions.count == 1)
     }
 
+    /// A drink after a deletion of the same UUID must not be reordered
+    /// before it: the reader ends a chunk there.
+    @Test func jsonLinesKeepTheirOrderAcrossKinds() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ct-order-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path))
+        let id = UUID()
+        let text = [
+            #"{"uuid":"\#(id)","mgCaffeine":5,"date":"2026-11-29T08:00:00Z"}"#,
+            #"{"delete":"\#(id)"}"#,
+            #"{"uuid":"\#(id)","mgCaffeine":7,"date":"2026-11-29T08:00:00Z","version":2}"#,
+        ].joined(separator: "\n")
+        let reader = JSONLinesReader(data: Data(text.utf8), parser: InboxFileParser(decoder: BatchDecoder()), now: .distantFuture)
+        let result = try await store.applyStream { try reader.next() }
+        #expect(result.anchor == 3)
+        let live = try await store.changes(since: nil, limit: 10).added
+        #expect(live.map(\.mgCaffeine) == [7])
+        await store.close()
+    }
+
     /// IN_Q_OVERFLOW (events lost) makes the importer rescan the folder. The
     /// overflow comes through an injected event source: a pipe carrying the
     /// kernel's record, so the machine's inotify limits are never touched.

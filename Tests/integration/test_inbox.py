@@ -228,3 +228,39 @@ def test_import_refuses_without_a_service(folder):
     p = subprocess.run([BINARY, "import", path, "--query", f"ipc://{folder}/nobody", "--timeout", "0.5"],
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 1 and "not running" in p.stderr
+
+
+def test_large_json_lines_file_is_one_commit_announced_in_chained_pages(service):
+    from test_bus import subscriber
+    sub = subscriber(service, topics=(b"changes",))
+    n = 25_000
+    base = service.request({"op": "ping"})["anchor"]
+    drinks = [drink(offset_s=-i) for i in range(n)]
+    drop(service, "large.jsonl", "".join(json.dumps(d) + "\n" for d in drinks))
+    wait_until(lambda: processed(service, "large.jsonl"), timeout=120)
+    assert service.request({"op": "stats"})["commits"] == 1
+    seen, last, pages = set(), base, 0
+    while last < base + n:
+        topic, body = sub.recv_multipart()
+        if topic != b"changes":
+            continue
+        msg = json.loads(body)
+        assert msg["previousAnchor"] == last
+        assert len(msg["added"]) <= 5000
+        seen.update(a["uuid"] for a in msg["added"])
+        last = msg["anchor"]
+        pages += 1
+    assert pages >= 5 and seen == {d["uuid"] for d in drinks}
+    # The model followed by paging, too.
+    assert service.request({"op": "model"})["drinksToday"] >= 1
+    sub.close()
+
+
+def test_bad_line_late_in_a_large_file_stores_nothing(service):
+    drinks = [drink(offset_s=-i) for i in range(12_000)]
+    lines = [json.dumps(d) for d in drinks]
+    lines[11_500] = '{"uuid": "bad"}'
+    drop(service, "late-error.jsonl", "\n".join(lines) + "\n")
+    err = failed_error(service, "late-error.jsonl")
+    assert err["line"] == 11_501 and err["field"] == "uuid"
+    assert service.request({"op": "ping"})["anchor"] == 0

@@ -57,16 +57,17 @@ public struct InboxFileParser: Sendable {
         case .propertyList:
             return try document(now: now) { try PropertyListDecoder().decode(FileDocument.self, from: data) }
         case .jsonLines:
-            var batch = WriteBatch()
-            var lineNumber = 0
-            var start = data.startIndex
-            while start < data.endIndex {
-                let end = data[start...].firstIndex(of: UInt8(ascii: "\n")) ?? data.endIndex
-                lineNumber += 1
-                try line(data[start..<end], number: lineNumber, now: now, into: &batch)
-                start = end < data.endIndex ? data.index(after: end) : end
+            // Whole, for callers that want one batch; `JSONLinesReader` streams.
+            let reader = JSONLinesReader(data: data, parser: self, now: now)
+            var all = WriteBatch()
+            while let chunk = try reader.nextChunk() {
+                guard all.deletions.isEmpty || chunk.drinks.isEmpty else {
+                    throw InboxFileError("a drink after a deletion cannot be merged into one batch; stream the file instead")
+                }
+                all.drinks += chunk.drinks
+                all.deletions += chunk.deletions
             }
-            return batch
+            return all
         }
     }
 
@@ -159,4 +160,58 @@ struct FileDocument: Decodable {
             throw InboxFileError("deleted must be an array of deletion objects", field: "deleted")
         }
     }
+}
+
+/// Reads a JSON Lines file chunk by chunk, in order: memory is one chunk.
+///
+/// A chunk holds drinks, then deletions; it ends early where a drink follows
+/// a deletion, because a batch applies its saves before its deletions and
+/// the file's order must hold.
+public final class JSONLinesReader: @unchecked Sendable {
+    private let data: Data
+    private let parser: InboxFileParser
+    private let now: Date
+    private let chunkSize: Int
+    private var offset: Int
+    private var lineNumber = 0
+    private var carried: WriteBatch?
+    /// Lines read so far, for progress.
+    public var linesRead: Int { lineNumber }
+    /// Drinks and deletions handed out so far.
+    public private(set) var changesRead = 0
+
+    public init(data: Data, parser: InboxFileParser, now: Date, chunkSize: Int = 5000) {
+        self.data = data
+        self.parser = parser
+        self.now = now
+        self.chunkSize = chunkSize
+        offset = data.startIndex
+    }
+
+    /// The next chunk, or nil at the end of the file.
+    ///
+    /// - Throws: `InboxFileError` naming the line.
+    public func nextChunk() throws(InboxFileError) -> WriteBatch? {
+        var chunk = carried ?? WriteBatch()
+        carried = nil
+        while chunk.count < chunkSize && offset < data.endIndex {
+            let end = data[offset...].firstIndex(of: UInt8(ascii: "\n")) ?? data.endIndex
+            lineNumber += 1
+            var line = WriteBatch()
+            try parser.line(data[offset..<end], number: lineNumber, now: now, into: &line)
+            offset = end < data.endIndex ? end + 1 : end
+            if !line.drinks.isEmpty && !chunk.deletions.isEmpty {
+                carried = line
+                break
+            }
+            chunk.drinks += line.drinks
+            chunk.deletions += line.deletions
+        }
+        if chunk.isEmpty && offset >= data.endIndex && carried == nil { return nil }
+        changesRead += chunk.count
+        return chunk
+    }
+
+    /// For `HealthStore.applyStream`, whose source throws untyped.
+    public func next() throws -> WriteBatch? { try nextChunk() }
 }

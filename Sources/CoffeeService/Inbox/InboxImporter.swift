@@ -112,21 +112,28 @@ public actor InboxImporter {
         } catch {
             return refuse(name, InboxFileError("file cannot be read (\(error))"))
         }
-        let batch: WriteBatch
-        do {
-            batch = try parser.parse(data, format: format, now: clock.now())
-        } catch {
-            return refuse(name, error)
-        }
         let result: WriteResult
+        let count: Int
         do {
-            result = try await store.apply(batch)
+            if format == .jsonLines {
+                // Streamed into one transaction: memory is one chunk, and a
+                // bad line rolls the whole file back.
+                let reader = JSONLinesReader(data: data, parser: parser, now: clock.now())
+                result = try await store.applyStream { try reader.next() }
+                count = reader.changesRead
+            } else {
+                let batch = try parser.parse(data, format: format, now: clock.now())
+                result = try await store.apply(batch)
+                count = batch.count
+            }
+        } catch let error as InboxFileError {
+            return refuse(name, error)
         } catch {
             // Not the file's fault: leave it for the next scan.
             logger.error("could not store an inbox file; it stays in the inbox", ["file": name, "error": "\(error)"])
             return
         }
-        ServiceCounters.bump(counters.received, by: batch.count)
+        ServiceCounters.bump(counters.received, by: count)
         ServiceCounters.bump(counters.stored, by: result.added + result.deleted + result.unknown)
         ServiceCounters.bump(counters.duplicates, by: result.duplicates)
         do {

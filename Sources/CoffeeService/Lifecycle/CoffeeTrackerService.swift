@@ -109,14 +109,7 @@ public final class CoffeeTrackerService: Sendable {
         let follower = Task { await controller.follow(await store.updates()) }
         let storeUpdates = await store.updates()
         let announcer = Task {
-            for await batch in storeUpdates {
-                broadcaster.publish(
-                    "changes",
-                    Broadcaster.changesMessage(
-                        anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: batch.added,
-                        deleted: batch.deleted),
-                    anchor: batch.anchor)
-            }
+            for await batch in storeUpdates { await broadcaster.announce(batch, store: store) }
         }
         let modelChanges = await model.changes()
         let interval = Duration.milliseconds(c.modelIntervalMs)

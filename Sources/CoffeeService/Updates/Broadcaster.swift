@@ -1,5 +1,6 @@
 import CoffeeDomain
 import Foundation
+import HealthStore
 import Logging
 import Synchronization
 import ZeroMQ
@@ -82,6 +83,38 @@ public final class Broadcaster: Sendable {
         anchor.store(max(anchor.load(ordering: .relaxed), newAnchor), ordering: .relaxed)
         if !loop.mailbox.post(Outgoing(topic: topic, body: body.data())) {
             ServiceCounters.bump(counters.updatesDropped)
+        }
+    }
+
+    /// Publishes a commit as `changes`. A commit too large to carry its
+    /// changes is read back from the store in pages and published as several
+    /// messages whose anchors chain (`previousAnchor` of each is the `anchor`
+    /// of the one before), so no message grows with the commit.
+    public func announce(_ batch: CommittedBatch, store: HealthStore, pageSize: Int = 5000) async {
+        guard !batch.isComplete else {
+            publish(
+                "changes",
+                Self.changesMessage(
+                    anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: batch.added, deleted: batch.deleted),
+                anchor: batch.anchor)
+            return
+        }
+        var previous = batch.previousAnchor
+        while previous < batch.anchor {
+            let page: ChangeSet
+            do {
+                page = try await store.changes(since: previous, limit: pageSize, through: batch.anchor)
+            } catch {
+                // Closed or expired: subscribers see the gap and resync.
+                logger.warning("could not page a large commit", ["error": "\(error)", "anchor": "\(batch.anchor)"])
+                return
+            }
+            publish(
+                "changes",
+                Self.changesMessage(anchor: page.anchor, previousAnchor: previous, added: page.added, deleted: page.deleted),
+                anchor: page.anchor)
+            previous = page.anchor
+            if !page.hasMore { break }
         }
     }
 

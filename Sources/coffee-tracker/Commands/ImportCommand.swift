@@ -52,35 +52,53 @@ enum ImportCommand {
                 failures += 1
                 continue
             }
-            let batch: WriteBatch
+            // Validate the whole file first; then send it in order, chunk by chunk.
+            let data: Data
+            var total = 0
             do {
-                let data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
-                batch = try parser.parse(data, format: format, now: Date())
+                data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
+                if format == .jsonLines {
+                    let reader = JSONLinesReader(data: data, parser: parser, now: Date(), chunkSize: chunk)
+                    while let part = try reader.nextChunk() { total += part.count }
+                } else {
+                    total = try parser.parse(data, format: format, now: Date()).count
+                }
             } catch {
                 printError("\(path): \(error)")
                 failures += 1
                 continue
             }
-            let progress = Progress(total: batch.count, label: (path as NSString).lastPathComponent)
+            let progress = Progress(total: total, label: (path as NSString).lastPathComponent)
             var totals = (added: 0, duplicates: 0, deleted: 0, unknown: 0)
-            for start in stride(from: 0, to: batch.drinks.count, by: chunk) {
-                let part = batch.drinks[start..<min(start + chunk, batch.drinks.count)]
-                let reply = try request(client, [("op", "add"), ("drinks", .array(part.map(WireFormat.json)))])
-                totals.added += reply["added"] as? Int ?? 0
-                totals.duplicates += reply["duplicates"] as? Int ?? 0
+            func send(_ part: WriteBatch) throws {
+                if !part.drinks.isEmpty {
+                    let reply = try request(client, [("op", "add"), ("drinks", .array(part.drinks.map(WireFormat.json)))])
+                    totals.added += (reply["added"] as? NSNumber)?.intValue ?? 0
+                    totals.duplicates += (reply["duplicates"] as? NSNumber)?.intValue ?? 0
+                }
+                if !part.deletions.isEmpty {
+                    let items: [JSONValue] = part.deletions.map { d in
+                        var m: [(String, JSONValue)] = [("uuid", .string(d.uuid.uuidString))]
+                        if let v = d.version { m.append(("version", .int(v))) }
+                        return .object(m)
+                    }
+                    let reply = try request(client, [("op", "delete"), ("deletions", .array(items))])
+                    totals.deleted += (reply["deleted"] as? NSNumber)?.intValue ?? 0
+                    totals.unknown += (reply["unknown"] as? NSNumber)?.intValue ?? 0
+                }
                 progress.advance(part.count)
             }
-            for start in stride(from: 0, to: batch.deletions.count, by: chunk) {
-                let part = batch.deletions[start..<min(start + chunk, batch.deletions.count)]
-                let items: [JSONValue] = part.map { d in
-                    var m: [(String, JSONValue)] = [("uuid", .string(d.uuid.uuidString))]
-                    if let v = d.version { m.append(("version", .int(v))) }
-                    return .object(m)
+            if format == .jsonLines {
+                let reader = JSONLinesReader(data: data, parser: parser, now: Date(), chunkSize: chunk)
+                while let part = try reader.nextChunk() { try send(part) }
+            } else {
+                let batch = try parser.parse(data, format: format, now: Date())
+                for start in stride(from: 0, to: batch.drinks.count, by: chunk) {
+                    try send(WriteBatch(drinks: Array(batch.drinks[start..<min(start + chunk, batch.drinks.count)])))
                 }
-                let reply = try request(client, [("op", "delete"), ("deletions", .array(items))])
-                totals.deleted += reply["deleted"] as? Int ?? 0
-                totals.unknown += reply["unknown"] as? Int ?? 0
-                progress.advance(part.count)
+                for start in stride(from: 0, to: batch.deletions.count, by: chunk) {
+                    try send(WriteBatch(deletions: Array(batch.deletions[start..<min(start + chunk, batch.deletions.count)])))
+                }
             }
             progress.finish()
             print(String(
