@@ -67,6 +67,35 @@ struct InboxTests {
         await store.close()
     }
 
+    /// Lines that straddle the reader's 1 MiB pieces come out whole, and an
+    /// error past the first piece names the right line.
+    @Test func readerStreamsAFileAcrossPieces() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("ct-lines-\(UUID().uuidString).jsonl")
+        defer { try? FileManager.default.removeItem(at: url) }
+        let lines = (0..<20_000).map { _ in #"{"uuid":"\#(UUID())","mgCaffeine":5,"date":"2026-11-29T08:00:00Z"}"# }
+        try Data((lines.joined(separator: "\n")).utf8).write(to: url)  // no final newline
+        #expect(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as! Int > JSONLinesReader.pieceSize)
+        let parser = InboxFileParser(decoder: BatchDecoder())
+        let reader = JSONLinesReader(file: try FileHandle(forReadingFrom: url), parser: parser, now: .distantFuture)
+        var chunks = 0
+        var drinks = 0
+        while let chunk = try reader.nextChunk() {
+            chunks += 1
+            drinks += chunk.drinks.count
+        }
+        #expect(drinks == 20_000 && chunks == 4 && reader.changesRead == 20_000)
+
+        var broken = lines
+        broken[19_000] = #"{"uuid":"\#(UUID())","mgCaffeine":-1,"date":"2026-11-29T08:00:00Z"}"#
+        try Data((broken.joined(separator: "\n") + "\n").utf8).write(to: url)
+        let again = JSONLinesReader(file: try FileHandle(forReadingFrom: url), parser: parser, now: .distantFuture)
+        #expect {
+            while try again.nextChunk() != nil {}
+        } throws: { error in
+            (error as? InboxFileError)?.line == 19_001
+        }
+    }
+
     /// IN_Q_OVERFLOW (events lost) makes the importer rescan the folder. The
     /// overflow comes through an injected event source: a pipe carrying the
     /// kernel's record, so the machine's inotify limits are never touched.

@@ -162,30 +162,66 @@ struct FileDocument: Decodable {
     }
 }
 
-/// Reads a JSON Lines file chunk by chunk, in order: memory is one chunk.
+/// Reads a JSON Lines file chunk by chunk, in order: memory is one read
+/// piece (1 MiB) plus one chunk, whatever the file's size.
 ///
 /// A chunk holds drinks, then deletions; it ends early where a drink follows
 /// a deletion, because a batch applies its saves before its deletions and
 /// the file's order must hold.
 public final class JSONLinesReader: @unchecked Sendable {
-    private let data: Data
+    static let pieceSize = 1 << 20
+
     private let parser: InboxFileParser
     private let now: Date
     private let chunkSize: Int
-    private var offset: Int
+    private let readPiece: () throws -> Data?
+    private var buffer = Data()
+    private var position = 0
+    private var atEnd = false
     private var lineNumber = 0
     private var carried: WriteBatch?
-    /// Lines read so far, for progress.
-    public var linesRead: Int { lineNumber }
     /// Drinks and deletions handed out so far.
     public private(set) var changesRead = 0
 
-    public init(data: Data, parser: InboxFileParser, now: Date, chunkSize: Int = 5000) {
-        self.data = data
+    /// Reads `file` from its current offset in pieces; does not close it.
+    public init(file: FileHandle, parser: InboxFileParser, now: Date, chunkSize: Int = 5000) {
         self.parser = parser
         self.now = now
         self.chunkSize = chunkSize
-        offset = data.startIndex
+        readPiece = { try file.read(upToCount: JSONLinesReader.pieceSize) }
+    }
+
+    /// Reads lines from bytes already in memory.
+    public init(data: Data, parser: InboxFileParser, now: Date, chunkSize: Int = 5000) {
+        self.parser = parser
+        self.now = now
+        self.chunkSize = chunkSize
+        var pending: Data? = data
+        readPiece = {
+            defer { pending = nil }
+            return pending
+        }
+    }
+
+    /// The next line's bytes (without its newline), or nil at the end.
+    private func nextLine() throws -> Data? {
+        while true {
+            if let newline = buffer[(buffer.startIndex + position)...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = buffer[(buffer.startIndex + position)..<newline]
+                position = newline + 1 - buffer.startIndex
+                return Data(line)
+            }
+            if atEnd {
+                guard position < buffer.count else { return nil }
+                let line = buffer[(buffer.startIndex + position)...]
+                position = buffer.count
+                return Data(line)
+            }
+            // Keep only the unfinished line, then read another piece.
+            buffer = Data(buffer[(buffer.startIndex + position)...])
+            position = 0
+            if let piece = try readPiece(), !piece.isEmpty { buffer.append(piece) } else { atEnd = true }
+        }
     }
 
     /// The next chunk, or nil at the end of the file.
@@ -194,12 +230,17 @@ public final class JSONLinesReader: @unchecked Sendable {
     public func nextChunk() throws(InboxFileError) -> WriteBatch? {
         var chunk = carried ?? WriteBatch()
         carried = nil
-        while chunk.count < chunkSize && offset < data.endIndex {
-            let end = data[offset...].firstIndex(of: UInt8(ascii: "\n")) ?? data.endIndex
+        while chunk.count < chunkSize {
+            let bytes: Data?
+            do {
+                bytes = try nextLine()
+            } catch {
+                throw InboxFileError("file cannot be read (\(error))", line: lineNumber + 1)
+            }
+            guard let bytes else { break }
             lineNumber += 1
             var line = WriteBatch()
-            try parser.line(data[offset..<end], number: lineNumber, now: now, into: &line)
-            offset = end < data.endIndex ? end + 1 : end
+            try parser.line(bytes, number: lineNumber, now: now, into: &line)
             if !line.drinks.isEmpty && !chunk.deletions.isEmpty {
                 carried = line
                 break
@@ -207,7 +248,7 @@ public final class JSONLinesReader: @unchecked Sendable {
             chunk.drinks += line.drinks
             chunk.deletions += line.deletions
         }
-        if chunk.isEmpty && offset >= data.endIndex && carried == nil { return nil }
+        if chunk.isEmpty { return nil }
         changesRead += chunk.count
         return chunk
     }

@@ -106,9 +106,9 @@ public actor InboxImporter {
             return
         }
         let started = Date()
-        let data: Data
+        let file: FileHandle
         do {
-            data = try Self.read(url.path)
+            file = try Self.open(url.path)
         } catch {
             return refuse(name, InboxFileError("file cannot be read (\(error))"))
         }
@@ -118,11 +118,11 @@ public actor InboxImporter {
             if format == .jsonLines {
                 // Streamed into one transaction: memory is one chunk, and a
                 // bad line rolls the whole file back.
-                let reader = JSONLinesReader(data: data, parser: parser, now: clock.now())
+                let reader = JSONLinesReader(file: file, parser: parser, now: clock.now())
                 result = try await store.applyStream { try reader.next() }
                 count = reader.changesRead
             } else {
-                let batch = try parser.parse(data, format: format, now: clock.now())
+                let batch = try parser.parse(try file.readToEnd() ?? Data(), format: format, now: clock.now())
                 result = try await store.apply(batch)
                 count = batch.count
             }
@@ -198,10 +198,12 @@ public actor InboxImporter {
         return target
     }
 
-    /// Maps a regular file (checked with lstat just before) rather than
-    /// copying it, so its bytes are page cache, not the process's own memory.
-    static func read(_ path: String) throws -> Data {
-        try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
+    /// Opens a regular file (checked with lstat just before) without
+    /// following a link swapped in since, or blocking on a FIFO.
+    static func open(_ path: String) throws -> FileHandle {
+        let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { throw DurableFile.Failure(path: path, operation: "opening", errno: errno) }
+        return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     }
 
     public func close() { executor.stop() }
