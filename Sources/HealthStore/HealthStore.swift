@@ -413,6 +413,7 @@ public actor HealthStore {
     /// Commits what is queued, ends the update streams, closes the database
     /// and stops the store's thread. Later calls fail with `StoreError.closed`.
     public func close() {
+        takeSubmitted()  // batches submitted but not yet taken are committed too
         flush()
         for continuation in subscribers.values { continuation.finish() }
         subscribers = [:]

@@ -52,6 +52,17 @@ public final class ZMQSocket {
         guard zmq_bind(handle, endpoint) == 0 else { throw ZMQError.last("binding \(endpoint)") }
     }
 
+    /// Binds every endpoint and returns the endpoints really bound (real
+    /// ports for `:*`); the first failure throws, naming its endpoint.
+    public func bind(all endpoints: [String]) throws(ZMQError) -> [String] {
+        var bound: [String] = []
+        for endpoint in endpoints {
+            try bind(endpoint)
+            bound.append(lastEndpoint)
+        }
+        return bound
+    }
+
     public func connect(_ endpoint: String) throws(ZMQError) {
         guard zmq_connect(handle, endpoint) == 0 else { throw ZMQError.last("connecting to \(endpoint)") }
     }
@@ -106,6 +117,10 @@ public final class ZMQSocket {
     public func setReconnect(intervalMs: Int32, maxMs: Int32) throws(ZMQError) {
         try setInt(ZMQ_RECONNECT_IVL, intervalMs, "ZMQ_RECONNECT_IVL")
         try setInt(ZMQ_RECONNECT_IVL_MAX, maxMs, "ZMQ_RECONNECT_IVL_MAX")
+    }
+    /// XPUB: pass every subscribe and unsubscribe up, not only the first per topic.
+    public func setXPubVerboser(_ on: Bool) throws(ZMQError) {
+        try setInt(ZMQ_XPUB_VERBOSER, on ? 1 : 0, "ZMQ_XPUB_VERBOSER")
     }
     /// ROUTER: fail sends to unknown peers instead of dropping them silently.
     public func setRouterMandatory(_ on: Bool) throws(ZMQError) {

@@ -131,6 +131,23 @@ struct StoreDurabilityTests {
         await store.close()
     }
 
+    /// The drain path: the bus submits, then the store closes at once; what
+    /// was submitted is committed, in order, before the store shuts.
+    @Test func closeCommitsWhatWasSubmittedJustBefore() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let id = UUID()
+        store.submit(WriteBatch(drinks: [drink(id, version: 1)])) { _ in }
+        store.submit(WriteBatch(deletions: [Deletion(uuid: id)])) { _ in }
+        store.submit(WriteBatch(drinks: [drink()])) { _ in }
+        await store.close()
+        let reopened = try openStore(dir)
+        #expect(await reopened.anchor == 3)
+        #expect(try await reopened.changes(since: 0, limit: 10).deleted == [Tombstone(uuid: id, version: 1)])
+        await reopened.close()
+    }
+
     @Test func closedStoreRefusesWork() async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

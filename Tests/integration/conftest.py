@@ -129,6 +129,28 @@ class Service:
                 return added, deleted, anchor, pages
 
 
+def run_on_terminal(args, terminal="stdout", timeout=60):
+    """Runs the binary with stdout or stderr on a pseudo-terminal; returns
+    (exit code, what the terminal showed)."""
+    import pty
+    master, slave = pty.openpty()
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    streams[terminal] = slave
+    p = subprocess.Popen([BINARY, *args], stdin=subprocess.DEVNULL, **streams)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the other side closed
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    return p.wait(timeout=timeout), shown.decode("utf-8", "replace")
+
+
 @pytest.fixture
 def folder():
     with tempfile.TemporaryDirectory(prefix="ct-it-") as d:

@@ -168,8 +168,9 @@ def test_model_and_heartbeat_arrive_with_the_right_fields(service):
     assert abs(model["mgCaffeine"] - 100) < 0.1 and model["level"] == "green"
     assert len(model["timeline"]) == 287
     assert set(beat) == {"anchor", "at"} and beat["at"].endswith("Z")
-    stats = service.request({"op": "stats"})
-    assert stats["subscribers"] >= 1
+    second = subscriber(service)  # the same topic again: still counted
+    assert service.request({"op": "stats"})["subscribers"] == 2
+    second.close()
     sub.close()
 
 
@@ -272,26 +273,10 @@ def test_watch_prints_plain_lines_when_not_a_terminal(service):
 
 
 def test_watch_redraws_a_live_view_on_a_terminal(service):
-    import os
-    import pty
-    import subprocess
-    from conftest import BINARY
+    from conftest import run_on_terminal
     service.request({"op": "add", "drinks": [drink(mg=300, offset_s=-60)]})
-    master, slave = pty.openpty()
-    p = subprocess.Popen([BINARY, "watch", "--count", "8", "--config", str(service.config_path)],
-                         stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    assert p.wait(timeout=30) == 0
-    text = out.decode("utf-8", "replace")
+    code, text = run_on_terminal(["watch", "--count", "8", "--config", str(service.config_path)])
+    assert code == 0
     assert "\x1b[2J" in text            # redraws
     assert "\x1b[33m" in text           # yellow: 300 mg is between 200 and 400
     assert "mg (yellow)" in text and "cups" in text and "anchor" in text

@@ -201,22 +201,10 @@ def test_import_command_through_the_service(service):
     p = service.run_cli("import", str(bad))
     assert p.returncode == 1 and "element 1" in p.stderr and "uuid" in p.stderr
     # A progress bar on a terminal.
-    import pty
-    master, slave = pty.openpty()
-    q = subprocess.Popen([BINARY, "import", str(path), "--config", str(service.config_path)],
-                         stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    assert q.wait(timeout=60) == 0
-    assert b"100% 4501/4501" in out and b"[====" in out
+    from conftest import run_on_terminal
+    code, shown = run_on_terminal(["import", str(path), "--config", str(service.config_path)], terminal="stderr")
+    assert code == 0
+    assert "100% 4501/4501" in shown and "[====" in shown
 
 
 def test_import_refuses_without_a_service(folder):

@@ -40,12 +40,9 @@ public final class IngestEndpoint: Sendable {
             try socket.setMaxMessageSize(Int64(maxMessageBytes))
             try socket.setReconnect(intervalMs: 100, maxMs: 5000)
             try socket.subscribe("drink.")
-            for endpoint in bind {
-                try socket.bind(endpoint)
-                let real = socket.lastEndpoint
-                self.endpoints.withLock { $0.append(real) }
-                logger.info("ingest endpoint listening", ["endpoint": real])
-            }
+            let bound = try socket.bind(all: bind)
+            self.endpoints.withLock { $0 = bound }
+            for endpoint in bound { logger.info("ingest endpoint listening", ["endpoint": endpoint]) }
             for endpoint in connect {
                 try socket.connect(endpoint)
                 logger.info("ingest connecting", ["endpoint": endpoint])

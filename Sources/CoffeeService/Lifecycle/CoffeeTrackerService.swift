@@ -43,7 +43,12 @@ public final class CoffeeTrackerService: Sendable {
         let cache = CoffeeDataStore(url: URL(fileURLWithPath: c.modelCachePath))
         let model = CoffeeData(model: c.caffeineModel, clock: clock, cache: cache)
         let controller = HealthKitController(store: store, model: model, cache: cache, clock: clock)
-        try await controller.load()
+        do {
+            try await controller.load()
+        } catch {
+            await store.close()
+            throw StartupError(description: "cannot load the model from the store: \(error)")
+        }
         _ = try? await store.purgeTombstones()
 
         let context = ZMQContext()
@@ -55,6 +60,14 @@ public final class CoffeeTrackerService: Sendable {
         let query = QueryEndpoint()
         let broadcaster = Broadcaster(counters: counters)
         let ingest = IngestEndpoint(counters: counters, deadLetters: DeadLetterFile(path: c.deadLetterPath))
+        /// Undoes a partial start; every part tolerates never having started.
+        func abandon(_ error: any Error, _ what: String) async -> StartupError {
+            await ingest.stop()
+            await query.stop(grace: .zero)
+            await broadcaster.stop()
+            await store.close()
+            return StartupError(description: what + "\(error)")
+        }
         do {
             try await broadcaster.start(
                 context: context, bind: c.updatesBind, sendHighWaterMark: c.updatesSendHighWaterMark,
@@ -65,11 +78,7 @@ public final class CoffeeTrackerService: Sendable {
                 receiveHighWaterMark: c.ingestReceiveHighWaterMark, maxMessageBytes: c.maxMessageBytes,
                 decoder: BatchDecoder(validator: validator), clock: clock, store: store)
         } catch {
-            await ingest.stop()
-            await query.stop(grace: .zero)
-            await broadcaster.stop()
-            await store.close()
-            throw StartupError(description: "\(error)")
+            throw await abandon(error, "")
         }
         // The inbox: files present now, then whatever the watcher reports.
         let importer = InboxImporter(
@@ -81,11 +90,7 @@ public final class CoffeeTrackerService: Sendable {
             try await importer.prepare()
             watcher = try InboxWatcher(directory: c.inboxDirectory)
         } catch {
-            await ingest.stop()
-            await query.stop(grace: .zero)
-            await broadcaster.stop()
-            await store.close()
-            throw StartupError(description: "cannot watch inbox \(c.inboxDirectory): \(error)")
+            throw await abandon(error, "cannot watch inbox \(c.inboxDirectory): ")
         }
         let (inboxEvents, inboxContinuation) = AsyncStream.makeStream(of: [InboxEvent].self)
         watcher.start { events in

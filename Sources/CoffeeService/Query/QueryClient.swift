@@ -27,6 +27,22 @@ public final class QueryClient {
 
     deinit { socket.close() }
 
+    /// Sends `request`; returns the reply when it is `{"ok": true, ...}`.
+    ///
+    /// - Throws: `Failure` for an error reply ("code: message"), silence or junk.
+    public func ok(_ request: JSONValue) throws -> [String: Any] {
+        try Self.checked(try call(request))
+    }
+
+    /// `reply` when it is `{"ok": true, ...}`; else a `Failure` saying "code: message".
+    public static func checked(_ reply: [String: Any]) throws -> [String: Any] {
+        guard reply["ok"] as? Bool == true else {
+            let error = reply["error"] as? [String: Any] ?? [:]
+            throw Failure(description: "\(error["code"] ?? "error"): \(error["message"] ?? "no message")")
+        }
+        return reply
+    }
+
     /// Sends `request` and returns the reply object.
     ///
     /// - Throws: `Failure` when nothing answers within the timeout or the reply is not JSON.

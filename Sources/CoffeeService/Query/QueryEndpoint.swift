@@ -38,12 +38,9 @@ public final class QueryEndpoint: Sendable {
             try socket.setSendHighWaterMark(100_000)
             try socket.setReceiveHighWaterMark(100_000)
             try socket.setLinger(ms: 1000)
-            for endpoint in bind {
-                try socket.bind(endpoint)
-                let real = socket.lastEndpoint
-                self.endpoints.withLock { $0.append(real) }
-                logger.info("query endpoint listening", ["endpoint": real])
-            }
+            let bound = try socket.bind(all: bind)
+            self.endpoints.withLock { $0 = bound }
+            for endpoint in bound { logger.info("query endpoint listening", ["endpoint": endpoint]) }
             return SocketLoop<Reply>.Handler(
                 sockets: [socket],
                 readable: { _ in

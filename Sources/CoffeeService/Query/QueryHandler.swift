@@ -17,7 +17,7 @@ public struct QueryHandler: Sendable {
     let clock: any WallClock
     let counters: ServiceCounters
     let maxMessageBytes: Int
-    /// Extra `stats` figures from parts that come and go (subscribers, say).
+    /// True once the service drains: requests get `unavailable`.
     let isShuttingDown: @Sendable () -> Bool
     private let logger = Logger(label: "query")
 

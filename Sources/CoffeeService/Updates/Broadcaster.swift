@@ -39,13 +39,13 @@ public final class Broadcaster: Sendable {
         try await loop.start { [self] in
             let socket = try ZMQSocket(context, .xpub)
             try socket.setSendHighWaterMark(Int32(clamping: sendHighWaterMark))
+            // Every subscribe and unsubscribe reaches us (not only the first
+            // per topic), so `stats.subscribers` counts each subscription.
+            try socket.setXPubVerboser(true)
             try socket.setLinger(ms: 500)
-            for endpoint in bind {
-                try socket.bind(endpoint)
-                let real = socket.lastEndpoint
-                self.endpoints.withLock { $0.append(real) }
-                logger.info("updates endpoint listening", ["endpoint": real])
-            }
+            let bound = try socket.bind(all: bind)
+            self.endpoints.withLock { $0 = bound }
+            for endpoint in bound { logger.info("updates endpoint listening", ["endpoint": endpoint]) }
             let clock = ContinuousClock()
             let interval = Duration.milliseconds(Int64(heartbeatInterval * 1000))
             var nextBeat = clock.now

@@ -132,11 +132,7 @@ enum ClientCommands {
         if args.has("json"), let data = try? JSONSerialization.data(withJSONObject: reply, options: [.sortedKeys]) {
             print(String(decoding: data, as: UTF8.self))
         }
-        guard reply["ok"] as? Bool == true else {
-            let error = reply["error"] as? [String: Any] ?? [:]
-            throw QueryClient.Failure(description: "\(error["code"] ?? "error"): \(error["message"] ?? "no message")")
-        }
-        return reply
+        return try QueryClient.checked(reply)
     }
 
     static func number(_ text: String, _ flag: String) throws -> Double {

@@ -72,7 +72,7 @@ enum ImportCommand {
             var totals = (added: 0, duplicates: 0, deleted: 0, unknown: 0)
             func send(_ part: WriteBatch) throws {
                 if !part.drinks.isEmpty {
-                    let reply = try request(client, [("op", "add"), ("drinks", .array(part.drinks.map(WireFormat.json)))])
+                    let reply = try client.ok(.object([("op", "add"), ("drinks", .array(part.drinks.map(WireFormat.json)))]))
                     totals.added += (reply["added"] as? NSNumber)?.intValue ?? 0
                     totals.duplicates += (reply["duplicates"] as? NSNumber)?.intValue ?? 0
                 }
@@ -82,7 +82,7 @@ enum ImportCommand {
                         if let v = d.version { m.append(("version", .int(v))) }
                         return .object(m)
                     }
-                    let reply = try request(client, [("op", "delete"), ("deletions", .array(items))])
+                    let reply = try client.ok(.object([("op", "delete"), ("deletions", .array(items))]))
                     totals.deleted += (reply["deleted"] as? NSNumber)?.intValue ?? 0
                     totals.unknown += (reply["unknown"] as? NSNumber)?.intValue ?? 0
                 }
@@ -106,15 +106,6 @@ enum ImportCommand {
                 totals.duplicates, totals.deleted, totals.unknown, Date().timeIntervalSince(started)))
         }
         return failures == 0 ? 0 : 1
-    }
-
-    static func request(_ client: QueryClient, _ members: [(String, JSONValue)]) throws -> [String: Any] {
-        let reply = try client.call(.object(members))
-        guard reply["ok"] as? Bool == true else {
-            let error = reply["error"] as? [String: Any] ?? [:]
-            throw QueryClient.Failure(description: "\(error["code"] ?? "error"): \(error["message"] ?? "")")
-        }
-        return reply
     }
 
     /// A progress bar on stderr when it is a terminal; silent otherwise.
