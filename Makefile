@@ -39,5 +39,9 @@ unit: deps
 integration: build
 	COFFEE_TRACKER=$(CURDIR)/.build/debug/coffee-tracker python3 -m pytest -q Tests/integration
 
+## Benchmarks (never part of `make test`): release build, real processes, loopback.
+bench: release
+	.build/release/coffee-bench --out bench/results.json
+
 clean:
 	$(SWIFT) package clean

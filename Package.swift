@@ -42,6 +42,12 @@ let package = Package(
             dependencies: ["CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "Logging"],
             swiftSettings: strict),
 
+        // `make bench`: load generator, subscribers and baselines.
+        .executableTarget(
+            name: "coffee-bench",
+            dependencies: ["CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ"],
+            swiftSettings: strict),
+
         .testTarget(
             name: "CoffeeDomainTests", dependencies: ["CoffeeDomain"], resources: [.copy("Vectors")],
             swiftSettings: strict),

@@ -1,0 +1,39 @@
+import CoffeeDomain
+import Foundation
+import ZeroMQ
+
+/// A query-endpoint client for the harness (blocking; the harness is a CLI).
+final class BenchClient {
+    let context = ZMQContext()
+    let socket: ZMQSocket
+
+    init(endpoint: String) throws {
+        socket = try ZMQSocket(context, .dealer)
+        try socket.setLinger(ms: 0)
+        try socket.connect(endpoint)
+    }
+
+    deinit { socket.close() }
+
+    func call(_ request: String, timeoutMs: Int = 1000) throws -> [String: Any] {
+        try socket.send([Data(), Data(request.utf8)])
+        guard try ZMQSocket.poll([.socket(socket)], timeoutMs: timeoutMs).first == true,
+            let frames = try socket.receive(dontWait: true),
+            let reply = try JSONSerialization.jsonObject(with: frames.last!) as? [String: Any]
+        else { throw BenchError("no reply") }
+        return reply
+    }
+
+    func ping() throws -> Int64 { (try call(#"{"op":"ping"}"#, timeoutMs: 200)["anchor"] as? NSNumber)?.int64Value ?? -1 }
+}
+
+/// Drink bodies as a publisher sends them.
+enum Bodies {
+    static let date = RFC3339.string(Date().addingTimeInterval(-3600))
+
+    static func drink(_ uuid: UUID = UUID()) -> String {
+        #"{"uuid":"\#(uuid.uuidString)","mgCaffeine":95.5,"date":"\#(date)","source":"bench"}"#
+    }
+
+    static func drinks(_ n: Int) -> String { "[" + (0..<n).map { _ in drink() }.joined(separator: ",") + "]" }
+}

@@ -1,0 +1,147 @@
+import Foundation
+
+/// `coffee-bench`: the measurements of `make bench`, each beside a baseline
+/// measured in the same invocation, reported as ratios.
+@main
+struct BenchMain {
+    struct Row: Encodable {
+        var figure: String
+        var value: Double
+        var unit: String
+        var baseline: Double?
+        var baselineName: String?
+        var ratio: Double?
+        var target: String
+        var pass: Bool?
+    }
+
+    static func median(_ values: [Double]) -> Double { percentile(values, 0.5) }
+
+    static func main() async {
+        var args = Array(CommandLine.arguments.dropFirst())
+        if args.contains("--help") || args.contains("-h") {
+            print("""
+                Usage: coffee-bench [--runs N] [--out FILE] [--quick] [--binary PATH]
+
+                Starts release builds of `coffee-tracker serve` in a scratch folder and
+                measures ingest throughput, latency, inbox import, start-up, fan-out and
+                CPU, each against a baseline taken in the same run. Prints a table and
+                writes FILE (default bench/results.json). --quick uses smaller sizes.
+                """)
+            return
+        }
+        func option(_ name: String, _ fallback: String) -> String {
+            guard let i = args.firstIndex(of: name), i + 1 < args.count else { return fallback }
+            defer { args.removeSubrange(i...(i + 1)) }
+            return args[i + 1]
+        }
+        let runs = Int(option("--runs", "3")) ?? 3
+        let out = option("--out", "bench/results.json")
+        let binary = option("--binary", ".build/release/coffee-tracker")
+        let quick = args.contains("--quick")
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("coffee-bench-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let bench = Bench(binary: binary, scratch: scratch)
+        var rows: [Row] = []
+        func report(_ row: Row) {
+            rows.append(row)
+            let verdict = row.pass.map { $0 ? "ok" : "MISS" } ?? "-"
+            let base = row.baseline.map { String(format: "%.1f", $0) } ?? "-"
+            let ratio = row.ratio.map { String(format: "%.2f", $0) } ?? "-"
+            print(
+                "\(row.figure.padding(toLength: 44, withPad: " ", startingAt: 0)) "
+                    + "\(String(format: "%12.2f", row.value)) \(row.unit.padding(toLength: 10, withPad: " ", startingAt: 0)) "
+                    + "\(base.padding(toLength: 12, withPad: " ", startingAt: 0)) \(ratio.padding(toLength: 6, withPad: " ", startingAt: 0)) "
+                    + "\(row.target.padding(toLength: 18, withPad: " ", startingAt: 0)) \(verdict)")
+            fflush(nil)
+        }
+        print("figure                                              value unit       baseline     ratio  target             verdict")
+        do {
+            let events = quick ? 50_000 : 200_000
+            // 1. Bus ingest, with both baselines, medians of `runs`.
+            var ceilings: [Double] = []
+            for _ in 0..<runs { ceilings.append(try await bench.storageCeiling(events: events, batch: 1000)) }
+            let ceiling = median(ceilings)
+            report(Row(figure: "storage ceiling (store alone, batches of 1000)", value: ceiling, unit: "events/s", target: "-"))
+            for (label, perMessage) in [("single-event messages", 1), ("100-event messages", 100)] {
+                var results: [Bench.Ingest] = []
+                var raws: [Double] = []
+                for _ in 0..<runs {
+                    results.append(try bench.ingest(events: events, perMessage: perMessage))
+                    raws.append(try bench.rawZeroMQ(events: events, perMessage: perMessage))
+                }
+                let rate = median(results.map(\.eventsPerSecond))
+                let lost = results.map(\.lost).max() ?? 0
+                report(Row(
+                    figure: "bus ingest, \(label)", value: rate, unit: "events/s", baseline: ceiling,
+                    baselineName: "storage ceiling", ratio: rate / ceiling, target: ">= 0.80 of ceiling",
+                    pass: rate / ceiling >= 0.8 && lost == 0))
+                report(Row(
+                    figure: "  raw libzmq PUB->SUB, \(label)", value: median(raws), unit: "events/s", baseline: rate,
+                    baselineName: "bus ingest", ratio: median(raws) / rate, target: "-"))
+                if perMessage == 1 {
+                    report(Row(figure: "  single-event absolute", value: rate, unit: "events/s", target: ">= 60000", pass: rate >= 60_000))
+                    let cpu = median(results.map(\.cpuPer100k))
+                    report(Row(figure: "CPU per 100k events at full speed", value: cpu, unit: "s", target: "<= 1.2", pass: cpu <= 1.2))
+                    report(Row(figure: "RSS after ingest", value: median(results.map(\.rssMB)), unit: "MB", target: "-"))
+                }
+                report(Row(figure: "  events lost (\(label))", value: Double(lost), unit: "events", target: "0", pass: lost == 0))
+            }
+
+            // 2. Latency at steady rates; CPU at 1 k/s.
+            let fs = try bench.fsyncLatency()
+            report(Row(figure: "one fsync (baseline)", value: fs.p50, unit: "ms p50", baseline: fs.p99, baselineName: "p99", target: "-"))
+            for rate in [1000.0, 10_000.0] {
+                var results: [Bench.Steady] = []
+                for _ in 0..<runs { results.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5)) }
+                let p99 = median(results.map(\.p99Ms))
+                report(Row(figure: "latency p50 at \(Int(rate))/s", value: median(results.map(\.p50Ms)), unit: "ms", baseline: fs.p50,
+                    baselineName: "fsync p50", ratio: median(results.map(\.p50Ms)) / fs.p50, target: "-"))
+                report(Row(figure: "latency p99 at \(Int(rate))/s", value: p99, unit: "ms", baseline: fs.p50, baselineName: "fsync p50",
+                    ratio: p99 / fs.p50, target: rate == 1000 ? "<= 2 ms" : "-", pass: rate == 1000 ? p99 <= 2 : nil))
+                report(Row(figure: "latency max at \(Int(rate))/s", value: median(results.map(\.maxMs)), unit: "ms", target: "-"))
+                if rate == 1000 {
+                    let cpu = median(results.map(\.cpuPercent))
+                    report(Row(figure: "CPU at 1000 events/s", value: cpu, unit: "% core", target: "<= 10", pass: cpu <= 10))
+                }
+            }
+
+            // 3. Inbox import (one run each: large files).
+            for (name, n) in [("drinks.jsonl", quick ? 100_000 : 1_000_000), ("drinks.json", quick ? 50_000 : 200_000),
+                ("drinks.plist", quick ? 20_000 : 100_000)]
+            {
+                let r = try bench.inboxImport(name: name, drinks: n)
+                report(Row(figure: "inbox import \(name) (\(n))", value: r.drinksPerSecond, unit: "drinks/s", baseline: ceiling,
+                    baselineName: "storage ceiling", ratio: r.drinksPerSecond / ceiling,
+                    target: name.hasSuffix("plist") ? "-" : ">= 0.80 of ceiling",
+                    pass: name.hasSuffix("plist") ? nil : r.drinksPerSecond / ceiling >= 0.8))
+                report(Row(figure: "  Foundation decode only, same file", value: r.decodePerSecond, unit: "drinks/s",
+                    baseline: r.drinksPerSecond, baselineName: "import", ratio: r.decodePerSecond / r.drinksPerSecond, target: "-"))
+                report(Row(figure: "  peak RSS", value: r.peakMB, unit: "MB", target: "-"))
+            }
+
+            // 4. Start-up with a large store.
+            let st = try await bench.startup(drinks: quick ? 100_000 : 1_000_000)
+            report(Row(figure: "start-up to first ping, \(quick ? "100k" : "1M") drinks", value: st.seconds, unit: "s",
+                baseline: st.emptySeconds, baselineName: "empty store", ratio: st.seconds / st.emptySeconds,
+                target: "<= 0.5 s", pass: st.seconds <= 0.5))
+            report(Row(figure: "idle RSS with that store", value: st.idleMB, unit: "MB", target: "<= 50", pass: st.idleMB <= 50))
+
+            // 5. Fan-out.
+            let fan = try bench.fanout(subscribers: 100, rate: 1000, seconds: quick ? 2 : 3)
+            report(Row(figure: "fan-out: drops over 100 subscribers at 1k/s", value: Double(fan.drops), unit: "events", target: "0",
+                pass: fan.drops == 0))
+            report(Row(figure: "fan-out: worst subscriber p99 lag", value: fan.worstP99LagMs, unit: "ms", target: "-"))
+        } catch {
+            print("coffee-bench: \(error)")
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        if let data = try? encoder.encode(rows) {
+            try? FileManager.default.createDirectory(
+                atPath: (out as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try? data.write(to: URL(fileURLWithPath: out))
+            print("\nwrote \(out) (\(rows.count) figures, medians of \(runs) runs where repeated)")
+        }
+    }
+}

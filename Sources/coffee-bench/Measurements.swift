@@ -1,0 +1,396 @@
+import CoffeeDomain
+import CoffeeService
+import Foundation
+import HealthStore
+import Synchronization
+import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Hands a socket to one other thread, whole: the thread start is the memory
+/// barrier libzmq asks for, and the giver does not touch it until that thread
+/// has finished sending.
+final class Handoff: @unchecked Sendable {
+    let socket: ZMQSocket
+    init(_ socket: ZMQSocket) { self.socket = socket }
+}
+
+func now() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+func percentile(_ values: [Double], _ p: Double) -> Double {
+    guard !values.isEmpty else { return .nan }
+    let sorted = values.sorted()
+    return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * p))]
+}
+
+/// What the measurements share: the binary, a scratch folder, a context.
+struct Bench {
+    let binary: String
+    let scratch: URL
+    let context = ZMQContext()
+
+    func folder(_ name: String) -> URL {
+        scratch.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(8))")
+    }
+
+    /// A PUB connected to the ingest endpoint, past the slow-joiner window.
+    func publisher(_ s: ServiceProcess) throws -> ZMQSocket {
+        let pub = try ZMQSocket(context, .pub)
+        try pub.setSendHighWaterMark(0)
+        try pub.setLinger(ms: 2000)
+        try pub.connect(s.endpoints["ingest"]![0])
+        let client = try BenchClient(endpoint: s.endpoints["query"]![0])
+        let before = try client.ping()
+        let probe = Bodies.drink()
+        let started = now()
+        while try client.ping() == before {
+            try pub.send([Data("drink.add".utf8), Data(probe.utf8)])
+            usleep(5000)
+            guard now() - started < 10 else { throw BenchError("publisher never got through") }
+        }
+        return pub
+    }
+
+    /// A SUB on the update endpoint for `topics`, past the slow-joiner window.
+    func subscriber(_ s: ServiceProcess, topics: [String] = ["changes"]) throws -> ZMQSocket {
+        let sub = try ZMQSocket(context, .sub)
+        try sub.setReceiveHighWaterMark(0)
+        try sub.setLinger(ms: 0)
+        for t in topics + ["heartbeat"] { try sub.subscribe(t) }
+        try sub.connect(s.endpoints["updates"]![0])
+        let started = now()
+        while now() - started < 10 {
+            if try ZMQSocket.poll([.socket(sub)], timeoutMs: 100).first == true, try sub.receive(dontWait: true) != nil {
+                return sub
+            }
+        }
+        throw BenchError("no heartbeat")
+    }
+
+    /// Reads `changes` until the anchor reaches `target`; returns when it did.
+    func waitForAnchor(_ sub: ZMQSocket, _ target: Int64, timeout: Double = 300, each: ([String: Any], Double) -> Void = { _, _ in })
+        throws -> Double
+    {
+        let started = now()
+        while now() - started < timeout {
+            guard try ZMQSocket.poll([.socket(sub)], timeoutMs: 200).first == true,
+                let frames = try sub.receive(dontWait: true), frames.count == 2,
+                String(decoding: frames[0], as: UTF8.self) == "changes",
+                let msg = try JSONSerialization.jsonObject(with: frames[1]) as? [String: Any]
+            else { continue }
+            let t = now()
+            each(msg, t)
+            if ((msg["anchor"] as? NSNumber)?.int64Value ?? 0) >= target { return t }
+        }
+        throw BenchError("anchor \(target) not reached")
+    }
+
+    // MARK: 1. Bus ingest throughput
+
+    struct Ingest {
+        var eventsPerSecond: Double
+        var cpuPer100k: Double
+        var rssMB: Double
+        var lost: Int64
+    }
+
+    func ingest(events: Int, perMessage: Int) throws -> Ingest {
+        let s = try ServiceProcess(binary: binary, folder: folder("ingest"))
+        try s.start()
+        defer { s.stop() }
+        let sub = try subscriber(s)
+        let pub = try publisher(s)
+        defer {
+            pub.close()
+            sub.close()
+        }
+        let base = try BenchClient(endpoint: s.endpoints["query"]![0]).ping()
+        let bodies = (0..<(events / perMessage)).map { _ in
+            Data((perMessage == 1 ? Bodies.drink() : Bodies.drinks(perMessage)).utf8)
+        }
+        let topic = Data("drink.add".utf8)
+        let cpu0 = s.cpuSeconds
+        let t0 = now()
+        for body in bodies { try pub.send([topic, body]) }
+        let t1 = try waitForAnchor(sub, base + Int64(events))
+        let cpu = s.cpuSeconds - cpu0
+        let stored = try BenchClient(endpoint: s.endpoints["query"]![0]).ping() - base
+        return Ingest(
+            eventsPerSecond: Double(events) / (t1 - t0), cpuPer100k: cpu / Double(events) * 100_000,
+            rssMB: s.memory.rss, lost: Int64(events) - stored)
+    }
+
+    /// Baseline: raw libzmq PUB→SUB over ipc, same bodies, no service.
+    func rawZeroMQ(events: Int, perMessage: Int) throws -> Double {
+        let path = "ipc://\(folder("raw").path).sock"
+        let sub = try ZMQSocket(context, .sub)
+        try sub.setReceiveHighWaterMark(0)
+        try sub.subscribe("")
+        try sub.bind(path)
+        let pub = try ZMQSocket(context, .pub)
+        try pub.setSendHighWaterMark(0)
+        try pub.connect(path)
+        defer {
+            pub.close()
+            sub.close()
+        }
+        while true {  // slow joiner
+            try pub.send([Data("probe".utf8)])
+            if try ZMQSocket.poll([.socket(sub)], timeoutMs: 10).first == true { break }
+        }
+        while try sub.receive(dontWait: true) != nil {}
+        let body = Data((perMessage == 1 ? Bodies.drink() : Bodies.drinks(perMessage)).utf8)
+        let count = events / perMessage
+        let topic = Data("drink.add".utf8)
+        let done = Atomic<Int>(0)
+        let t0 = now()
+        let handoff = Handoff(pub)
+        let sender = Thread {
+            for _ in 0..<count { _ = try? handoff.socket.send([topic, body]) }
+            done.store(1, ordering: .relaxed)
+        }
+        sender.start()
+        var received = 0
+        while received < count {
+            if try ZMQSocket.poll([.socket(sub)], timeoutMs: 1000).first == true {
+                while let m = try sub.receive(dontWait: true), m.count == 2 { received += 1 }
+            }
+        }
+        return Double(events) / (now() - t0)
+    }
+
+    /// Baseline: the store alone, same schema and settings, batches of `batch`.
+    func storageCeiling(events: Int, batch: Int) async throws -> Double {
+        let dir = folder("storage")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let store = try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path))
+        let date = Date().addingTimeInterval(-3600)
+        let batches = stride(from: 0, to: events, by: batch).map { _ in
+            WriteBatch(drinks: (0..<batch).map { _ in Drink(mgCaffeine: 95.5, date: date, source: "bench") })
+        }
+        let t0 = now()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for b in batches { group.addTask { _ = try await store.apply(b) } }
+            try await group.waitForAll()
+        }
+        let rate = Double(events) / (now() - t0)
+        await store.close()
+        return rate
+    }
+
+    // MARK: 2. Latency and CPU at a steady rate
+
+    struct Steady {
+        var p50Ms: Double
+        var p99Ms: Double
+        var maxMs: Double
+        var cpuPercent: Double
+    }
+
+    func steady(rate: Double, seconds: Double) throws -> Steady {
+        let s = try ServiceProcess(binary: binary, folder: folder("latency"))
+        try s.start()
+        defer { s.stop() }
+        let sub = try subscriber(s)
+        let pub = try publisher(s)
+        defer {
+            pub.close()
+            sub.close()
+        }
+        let base = try BenchClient(endpoint: s.endpoints["query"]![0]).ping()
+        let count = Int(rate * seconds)
+        let ids = (0..<count).map { _ in UUID() }
+        let bodies = ids.map { Data(Bodies.drink($0).utf8) }
+        let sent = Mutex<[String: Double]>([:])
+        let topic = Data("drink.add".utf8)
+        let cpu0 = s.cpuSeconds
+        let t0 = now()
+        let handoff = Handoff(pub)
+        let sender = Thread {
+            for i in 0..<count {
+                let due = t0 + Double(i) / rate
+                while now() < due { usleep(UInt32(max(0, min(1000, (due - now()) * 1e6)))) }
+                sent.withLock { $0[ids[i].uuidString] = now() }
+                _ = try? handoff.socket.send([topic, bodies[i]])
+            }
+        }
+        sender.start()
+        var latencies: [Double] = []
+        _ = try waitForAnchor(sub, base + Int64(count)) { msg, t in
+            for a in msg["added"] as? [[String: Any]] ?? [] {
+                if let u = a["uuid"] as? String, let t1 = sent.withLock({ $0[u] }) { latencies.append((t - t1) * 1000) }
+            }
+        }
+        let cpu = s.cpuSeconds - cpu0
+        let elapsed = now() - t0
+        return Steady(
+            p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99), maxMs: latencies.max() ?? .nan,
+            cpuPercent: cpu / elapsed * 100)
+    }
+
+    /// Baseline: one small write and fsync in the same file system.
+    func fsyncLatency(samples: Int = 200) throws -> (p50: Double, p99: Double) {
+        let dir = folder("fsync")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let fd = open(dir.appendingPathComponent("f").path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        defer { close(fd) }
+        var times: [Double] = []
+        let line = Array(Bodies.drink().utf8)
+        for _ in 0..<samples {
+            let t = now()
+            _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            fsync(fd)
+            times.append((now() - t) * 1000)
+        }
+        return (percentile(times, 0.5), percentile(times, 0.99))
+    }
+
+    // MARK: 3. Inbox import
+
+    struct Import {
+        var drinksPerSecond: Double
+        var peakMB: Double
+        var decodePerSecond: Double
+    }
+
+    func inboxImport(name: String, drinks: Int) throws -> Import {
+        let s = try ServiceProcess(binary: binary, folder: folder("inbox"))
+        try s.start()
+        defer { s.stop() }
+        let file = s.folder.appendingPathComponent(name)
+        let date = Date().addingTimeInterval(-40 * 3600)  // outside the model's window, as history is
+        let uuids = (0..<drinks).map { _ in UUID() }
+        let format = InboxFileParser.format(of: name)!
+        switch format {
+        case .jsonLines:
+            var text = ""
+            text.reserveCapacity(drinks * 100)
+            for u in uuids { text += #"{"uuid":"\#(u.uuidString)","mgCaffeine":95.5,"date":"\#(RFC3339.string(date))"}"# + "\n" }
+            try Data(text.utf8).write(to: file)
+        case .json:
+            let items = uuids.map { #"{"uuid":"\#($0.uuidString)","mgCaffeine":95.5,"date":"\#(RFC3339.string(date))"}"# }
+            try Data(("[" + items.joined(separator: ",") + "]").utf8).write(to: file)
+        case .propertyList:
+            struct SampleDrink: Codable {
+                var mgCaffeine: Double
+                var date: Date
+                var uuid: UUID
+            }
+            let encoder = PropertyListEncoder()
+            encoder.outputFormat = .binary
+            try encoder.encode(uuids.map { SampleDrink(mgCaffeine: 95.5, date: date, uuid: $0) }).write(to: file)
+        }
+        // Baseline: Foundation's decoder over the same file, in this process.
+        let data = try Data(contentsOf: file)
+        let d0 = now()
+        switch format {
+        case .jsonLines:
+            let decoder = JSONDecoder()
+            var start = data.startIndex
+            while start < data.endIndex {
+                let end = data[start...].firstIndex(of: 10) ?? data.endIndex
+                if end > start { _ = try decoder.decode(DrinkInput.self, from: data[start..<end]) }
+                start = end + 1
+            }
+        case .json: _ = try JSONDecoder().decode([DrinkInput].self, from: data)
+        case .propertyList: _ = try PropertyListDecoder().decode([DrinkInput].self, from: data)
+        }
+        let decodeRate = Double(drinks) / (now() - d0)
+        let target = s.inbox.appendingPathComponent("processed").appendingPathComponent(name)
+        let t0 = now()
+        guard rename(file.path, s.inbox.appendingPathComponent(name).path) == 0 else { throw BenchError("rename") }
+        while !FileManager.default.fileExists(atPath: target.path) {
+            usleep(20_000)
+            guard now() - t0 < 600 else { throw BenchError("import of \(name) did not finish") }
+        }
+        return Import(drinksPerSecond: Double(drinks) / (now() - t0), peakMB: s.memory.peak, decodePerSecond: decodeRate)
+    }
+
+    // MARK: 4. Start-up with a large store
+
+    func startup(drinks: Int) async throws -> (seconds: Double, idleMB: Double, emptySeconds: Double) {
+        let empty = try ServiceProcess(binary: binary, folder: folder("empty"))
+        let emptySeconds = try empty.start()
+        empty.stop()
+        let s = try ServiceProcess(binary: binary, folder: folder("startup"))
+        try FileManager.default.createDirectory(at: s.data, withIntermediateDirectories: true)
+        let store = try HealthStore(configuration: .init(path: s.data.appendingPathComponent("coffee-tracker.sqlite").path))
+        let date = Date().addingTimeInterval(-40 * 3600)
+        let remaining = Mutex(drinks)
+        _ = try await store.applyStream {
+            let n = remaining.withLock { r -> Int in
+                let n = min(r, 10_000)
+                r -= n
+                return n
+            }
+            return n == 0 ? nil : WriteBatch(drinks: (0..<n).map { _ in Drink(mgCaffeine: 95.5, date: date) })
+        }
+        await store.close()
+        let seconds = try s.start()
+        sleep(1)
+        let idle = s.memory.rss
+        s.stop()
+        return (seconds, idle, emptySeconds)
+    }
+
+    // MARK: 5. Fan-out
+
+    func fanout(subscribers: Int, rate: Double, seconds: Double) throws -> (drops: Int, worstP99LagMs: Double) {
+        let s = try ServiceProcess(binary: binary, folder: folder("fanout"))
+        try s.start()
+        defer { s.stop() }
+        let subs = try (0..<subscribers).map { _ in try subscriber(s) }
+        let pub = try publisher(s)
+        defer {
+            pub.close()
+            for sub in subs { sub.close() }
+        }
+        let base = try BenchClient(endpoint: s.endpoints["query"]![0]).ping()
+        let count = Int(rate * seconds)
+        let ids = (0..<count).map { _ in UUID() }
+        let sent = Mutex<[String: Double]>([:])
+        let topic = Data("drink.add".utf8)
+        let t0 = now()
+        let handoff = Handoff(pub)
+        let sender = Thread {
+            for i in 0..<count {
+                let due = t0 + Double(i) / rate
+                while now() < due { usleep(UInt32(max(0, min(1000, (due - now()) * 1e6)))) }
+                sent.withLock { $0[ids[i].uuidString] = now() }
+                _ = try? handoff.socket.send([topic, Data(Bodies.drink(ids[i]).utf8)])
+            }
+        }
+        sender.start()
+        var received = [Int](repeating: 0, count: subscribers)
+        var lags = [[Double]](repeating: [], count: subscribers)
+        var finished = Set<Int>()
+        let items = subs.map { ZMQSocket.PollItem.socket($0) }
+        let deadline = now() + seconds + 30
+        while finished.count < subscribers && now() < deadline {
+            let ready = try ZMQSocket.poll(items, timeoutMs: 200)
+            let t = now()
+            for (i, r) in ready.enumerated() where r {
+                while let frames = try subs[i].receive(dontWait: true) {
+                    guard frames.count == 2, String(decoding: frames[0], as: UTF8.self) == "changes",
+                        let msg = try JSONSerialization.jsonObject(with: frames[1]) as? [String: Any]
+                    else { continue }
+                    for a in msg["added"] as? [[String: Any]] ?? [] {
+                        if let u = a["uuid"] as? String, let t1 = sent.withLock({ $0[u] }) {
+                            received[i] += 1
+                            lags[i].append((t - t1) * 1000)
+                        }
+                    }
+                    if ((msg["anchor"] as? NSNumber)?.int64Value ?? 0) >= base + Int64(count) { finished.insert(i) }
+                }
+            }
+        }
+        let drops = received.reduce(0) { $0 + (count - $1) }
+        return (drops, lags.map { percentile($0, 0.99) }.max() ?? .nan)
+    }
+}
