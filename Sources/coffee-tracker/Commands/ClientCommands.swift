@@ -87,7 +87,13 @@ enum ClientCommands {
                 print("anchor \(reply["anchor"] ?? 0): deleted \(reply["deleted"] ?? 0), unknown \(reply["unknown"] ?? 0)")
             }
         case "changes":
-            var anchor: JSONValue = args["since"].map { .double(Double($0) ?? -1) } ?? .null
+            var anchor: JSONValue = .null
+            if let since = args["since"] {
+                guard let n = Int64(since), n >= 0 else {
+                    throw Arguments.UsageError(description: "--since needs an anchor (a whole number >= 0), got \"\(since)\"")
+                }
+                anchor = .int(n)
+            }
             let limit = try args["limit"].map { try number($0, "--limit") } ?? 1000
             while true {
                 let reply = try request(client, [("op", "changes"), ("anchor", anchor), ("limit", .double(limit))], args)
