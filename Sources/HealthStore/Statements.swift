@@ -127,14 +127,18 @@ final class Statements: @unchecked Sendable {
     }
 
     func highestExpiredTombstone(before cutoff: Int64) throws -> Int64? {
-        let s = try db.prepare("SELECT max(anchor) FROM records WHERE deleted = 1 AND changed_ms < ?1")
+        // INDEXED BY: left alone, SQLite's max() optimisation walks the anchor
+        // index backwards through every live row (2 s with 1M drinks) instead
+        // of the partial index that holds only tombstones.
+        let s = try db.prepare(
+            "SELECT max(anchor) FROM records INDEXED BY tombstones_by_time WHERE deleted = 1 AND changed_ms < ?1")
         try s.bind(1, cutoff)
         guard try s.step(), !s.isNull(0) else { return nil }
         return s.int64(0)
     }
 
     func purgeTombstones(before cutoff: Int64) throws -> Int {
-        let s = try db.prepare("DELETE FROM records WHERE deleted = 1 AND changed_ms < ?1")
+        let s = try db.prepare("DELETE FROM records INDEXED BY tombstones_by_time WHERE deleted = 1 AND changed_ms < ?1")
         try s.bind(1, cutoff)
         try s.run()
         return db.changes

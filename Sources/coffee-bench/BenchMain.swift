@@ -21,12 +21,13 @@ struct BenchMain {
         var args = Array(CommandLine.arguments.dropFirst())
         if args.contains("--help") || args.contains("-h") {
             print("""
-                Usage: coffee-bench [--runs N] [--out FILE] [--quick] [--binary PATH]
+                Usage: coffee-bench [--runs N] [--out FILE] [--quick] [--binary PATH] [--only SECTION]
 
                 Starts release builds of `coffee-tracker serve` in a scratch folder and
                 measures ingest throughput, latency, inbox import, start-up, fan-out and
                 CPU, each against a baseline taken in the same run. Prints a table and
                 writes FILE (default bench/results.json). --quick uses smaller sizes.
+                --only runs one section: ingest, latency, inbox, startup or fanout.
                 """)
             return
         }
@@ -39,6 +40,8 @@ struct BenchMain {
         let out = option("--out", "bench/results.json")
         let binary = option("--binary", ".build/release/coffee-tracker")
         let quick = args.contains("--quick")
+        let only = option("--only", "")
+        func wanted(_ section: String) -> Bool { only.isEmpty || only == section }
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("coffee-bench-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: scratch) }
         let bench = Bench(binary: binary, scratch: scratch)
@@ -59,11 +62,14 @@ struct BenchMain {
         do {
             let events = quick ? 50_000 : 200_000
             // 1. Bus ingest, with both baselines, medians of `runs`.
-            var ceilings: [Double] = []
-            for _ in 0..<runs { ceilings.append(try await bench.storageCeiling(events: events, batch: 1000)) }
-            let ceiling = median(ceilings)
-            report(Row(figure: "storage ceiling (store alone, batches of 1000)", value: ceiling, unit: "events/s", target: "-"))
-            for (label, perMessage) in [("single-event messages", 1), ("100-event messages", 100)] {
+            var ceiling = Double.nan
+            if wanted("ingest") || wanted("inbox") {
+                var ceilings: [Double] = []
+                for _ in 0..<runs { ceilings.append(try await bench.storageCeiling(events: events, batch: 1000)) }
+                ceiling = median(ceilings)
+                report(Row(figure: "storage ceiling (store alone, batches of 1000)", value: ceiling, unit: "events/s", target: "-"))
+            }
+            for (label, perMessage) in [("single-event messages", 1), ("100-event messages", 100)] where wanted("ingest") {
                 var results: [Bench.Ingest] = []
                 var raws: [Double] = []
                 for _ in 0..<runs {
@@ -90,8 +96,8 @@ struct BenchMain {
 
             // 2. Latency at steady rates; CPU at 1 k/s.
             let fs = try bench.fsyncLatency()
-            report(Row(figure: "one fsync (baseline)", value: fs.p50, unit: "ms p50", baseline: fs.p99, baselineName: "p99", target: "-"))
-            for rate in [1000.0, 10_000.0] {
+            if wanted("latency") { report(Row(figure: "one fsync (baseline)", value: fs.p50, unit: "ms p50", baseline: fs.p99, baselineName: "p99", target: "-")) }
+            for rate in [1000.0, 10_000.0] where wanted("latency") {
                 var results: [Bench.Steady] = []
                 for _ in 0..<runs { results.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5)) }
                 let p99 = median(results.map(\.p99Ms))
@@ -108,7 +114,7 @@ struct BenchMain {
 
             // 3. Inbox import (one run each: large files).
             for (name, n) in [("drinks.jsonl", quick ? 100_000 : 1_000_000), ("drinks.json", quick ? 50_000 : 200_000),
-                ("drinks.plist", quick ? 20_000 : 100_000)]
+                ("drinks.plist", quick ? 20_000 : 100_000)] where wanted("inbox")
             {
                 let r = try bench.inboxImport(name: name, drinks: n)
                 report(Row(figure: "inbox import \(name) (\(n))", value: r.drinksPerSecond, unit: "drinks/s", baseline: ceiling,
@@ -121,17 +127,21 @@ struct BenchMain {
             }
 
             // 4. Start-up with a large store.
+            if wanted("startup") {
             let st = try await bench.startup(drinks: quick ? 100_000 : 1_000_000)
             report(Row(figure: "start-up to first ping, \(quick ? "100k" : "1M") drinks", value: st.seconds, unit: "s",
                 baseline: st.emptySeconds, baselineName: "empty store", ratio: st.seconds / st.emptySeconds,
                 target: "<= 0.5 s", pass: st.seconds <= 0.5))
             report(Row(figure: "idle RSS with that store", value: st.idleMB, unit: "MB", target: "<= 50", pass: st.idleMB <= 50))
+            }
 
             // 5. Fan-out.
+            if wanted("fanout") {
             let fan = try bench.fanout(subscribers: 100, rate: 1000, seconds: quick ? 2 : 3)
             report(Row(figure: "fan-out: drops over 100 subscribers at 1k/s", value: Double(fan.drops), unit: "events", target: "0",
                 pass: fan.drops == 0))
             report(Row(figure: "fan-out: worst subscriber p99 lag", value: fan.worstP99LagMs, unit: "ms", target: "-"))
+            }
         } catch {
             print("coffee-bench: \(error)")
         }
