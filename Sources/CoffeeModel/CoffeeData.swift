@@ -69,6 +69,9 @@ public actor CoffeeData {
         currentDrinks = currentDrinks.filter { $0.value.date >= cutoff }
     }
 
+    /// What the cache writes: the drinks, oldest first, and their anchor, read together.
+    public func cacheContents() -> (drinks: [Drink], anchor: Int64) { (drinks, anchor) }
+
     /// The drinks, oldest first.
     public var drinks: [Drink] { currentDrinks.values.sorted { ($0.date, $0.uuid.uuidString) < ($1.date, $1.uuid.uuidString) } }
 
@@ -97,7 +100,7 @@ public actor CoffeeData {
     /// Tells observers and saves the cache: the seed's `drinksUpdated()`.
     private func drinksUpdated() async {
         for continuation in observers.values { continuation.yield(anchor) }
-        await cache?.schedule(drinks: currentDrinks, anchor: anchor)
+        await cache?.schedule(from: self)
     }
 
     /// Ends the observer streams.

@@ -29,7 +29,8 @@ public actor CoffeeDataStore {
     /// Least time between two scheduled writes.
     public let interval: Duration
     private var savedValue: Snapshot?
-    private var scheduled: (drinks: [UUID: Drink], anchor: Int64)?
+    /// The model to read when the scheduled write happens.
+    private var source: CoffeeData?
     private var writeScheduled = false
     /// Files written so far.
     public private(set) var writes = 0
@@ -40,27 +41,29 @@ public actor CoffeeDataStore {
         self.interval = interval
     }
 
-    /// Saves the latest drinks and anchor soon, coalescing: however many
-    /// changes arrive, at most one write per `interval`, always of the newest.
-    /// The cache is downstream of the store's commit, so it may lag; it never
-    /// holds an anchor without its drinks.
-    public func schedule(drinks: [UUID: Drink], anchor: Int64) {
-        scheduled = (drinks, anchor)
+    /// Saves `model`'s drinks and anchor soon, coalescing: however many
+    /// changes arrive, at most one write per `interval`, of the newest state.
+    /// The drinks are read from the model when the write happens, so a change
+    /// costs nothing here (holding the model's dictionary between writes made
+    /// every change copy it). The cache is downstream of the store's commit
+    /// and may lag; it never holds an anchor without its drinks.
+    public func schedule(from model: CoffeeData) {
+        source = model
         guard !writeScheduled else { return }
         writeScheduled = true
         Task {
             try? await Task.sleep(for: interval)
-            flush()
+            await flush()
         }
     }
 
     /// Writes what is scheduled now.
-    public func flush() {
+    public func flush() async {
         writeScheduled = false
-        guard let (drinks, anchor) = scheduled else { return }
-        scheduled = nil
-        let sorted = drinks.values.sorted { ($0.date, $0.uuid.uuidString) < ($1.date, $1.uuid.uuidString) }
-        save(Snapshot(anchor: anchor, drinks: sorted))
+        guard let model = source else { return }
+        source = nil
+        let (drinks, anchor) = await model.cacheContents()
+        save(Snapshot(anchor: anchor, drinks: drinks))
     }
 
     /// The saved snapshot, or nil when there is none or it cannot be read.
@@ -105,8 +108,8 @@ public actor CoffeeDataStore {
     }
 
     /// Writes what is scheduled, then stops the cache's thread.
-    public func close() {
-        flush()
+    public func close() async {
+        await flush()
         executor.stop()
     }
 }
