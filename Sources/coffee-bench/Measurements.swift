@@ -9,6 +9,39 @@ import ZeroMQ
     import Glibc
 #endif
 
+/// Sends single-drink messages at a steady rate from a thread of its own,
+/// recording when each UUID was sent.
+final class PacedSender: @unchecked Sendable {
+    let sent = Mutex<[String: Double]>([:])
+    let count: Int
+
+    init(_ pub: ZMQSocket, count: Int, rate: Double) {
+        self.count = count
+        let ids = (0..<count).map { _ in UUID() }
+        let bodies = ids.map { Data(Bodies.drink($0).utf8) }
+        let topic = Data("drink.add".utf8)
+        let handoff = Handoff(pub)
+        let t0 = now()
+        let thread = Thread { [self] in
+            for i in 0..<count {
+                let due = t0 + Double(i) / rate
+                while now() < due { usleep(UInt32(max(0, min(1000, (due - now()) * 1e6)))) }
+                sent.withLock { $0[ids[i].uuidString] = now() }
+                _ = try? handoff.socket.send([topic, bodies[i]])
+            }
+        }
+        thread.start()
+    }
+
+    /// How long ago, in ms, the drinks of a `changes` message were sent.
+    func lags(_ msg: [String: Any], receivedAt t: Double) -> [Double] {
+        (msg["added"] as? [[String: Any]] ?? []).compactMap { a in
+            guard let u = a["uuid"] as? String, let t1 = sent.withLock({ $0[u] }) else { return nil }
+            return (t - t1) * 1000
+        }
+    }
+}
+
 /// Hands a socket to one other thread, whole: the thread start is the memory
 /// barrier libzmq asks for, and the giver does not touch it until that thread
 /// has finished sending.
@@ -91,6 +124,25 @@ struct Bench {
         throw BenchError("anchor \(target) not reached")
     }
 
+    /// A service with a `changes` subscriber and a publisher past the
+    /// slow-joiner window, and the anchor before the measurement; all closed after `body`.
+    func live<T>(
+        _ name: String, subscribers: Int = 1,
+        _ body: (ServiceProcess, [ZMQSocket], ZMQSocket, Int64) throws -> T
+    ) throws -> T {
+        let s = try ServiceProcess(binary: binary, folder: folder(name))
+        try s.start()
+        defer { s.stop() }
+        let subs = try (0..<subscribers).map { _ in try subscriber(s) }
+        let pub = try publisher(s)
+        defer {
+            pub.close()
+            for sub in subs { sub.close() }
+        }
+        let base = try BenchClient(endpoint: s.endpoints["query"]![0]).ping()
+        return try body(s, subs, pub, base)
+    }
+
     // MARK: 1. Bus ingest throughput
 
     struct Ingest {
@@ -101,16 +153,12 @@ struct Bench {
     }
 
     func ingest(events: Int, perMessage: Int) throws -> Ingest {
-        let s = try ServiceProcess(binary: binary, folder: folder("ingest"))
-        try s.start()
-        defer { s.stop() }
-        let sub = try subscriber(s)
-        let pub = try publisher(s)
-        defer {
-            pub.close()
-            sub.close()
-        }
-        let base = try BenchClient(endpoint: s.endpoints["query"]![0]).ping()
+        try live("ingest") { s, subs, pub, base in try ingest(s, subs[0], pub, base, events: events, perMessage: perMessage) }
+    }
+
+    private func ingest(_ s: ServiceProcess, _ sub: ZMQSocket, _ pub: ZMQSocket, _ base: Int64, events: Int, perMessage: Int)
+        throws -> Ingest
+    {
         let bodies = (0..<(events / perMessage)).map { _ in
             Data((perMessage == 1 ? Bodies.drink() : Bodies.drinks(perMessage)).utf8)
         }
@@ -194,44 +242,17 @@ struct Bench {
     }
 
     func steady(rate: Double, seconds: Double) throws -> Steady {
-        let s = try ServiceProcess(binary: binary, folder: folder("latency"))
-        try s.start()
-        defer { s.stop() }
-        let sub = try subscriber(s)
-        let pub = try publisher(s)
-        defer {
-            pub.close()
-            sub.close()
+        try live("latency") { s, subs, pub, base in
+            let cpu0 = s.cpuSeconds
+            let t0 = now()
+            let sender = PacedSender(pub, count: Int(rate * seconds), rate: rate)
+            var latencies: [Double] = []
+            _ = try waitForAnchor(subs[0], base + Int64(sender.count)) { msg, t in latencies += sender.lags(msg, receivedAt: t) }
+            let cpu = s.cpuSeconds - cpu0
+            return Steady(
+                p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99), maxMs: latencies.max() ?? .nan,
+                cpuPercent: cpu / (now() - t0) * 100)
         }
-        let base = try BenchClient(endpoint: s.endpoints["query"]![0]).ping()
-        let count = Int(rate * seconds)
-        let ids = (0..<count).map { _ in UUID() }
-        let bodies = ids.map { Data(Bodies.drink($0).utf8) }
-        let sent = Mutex<[String: Double]>([:])
-        let topic = Data("drink.add".utf8)
-        let cpu0 = s.cpuSeconds
-        let t0 = now()
-        let handoff = Handoff(pub)
-        let sender = Thread {
-            for i in 0..<count {
-                let due = t0 + Double(i) / rate
-                while now() < due { usleep(UInt32(max(0, min(1000, (due - now()) * 1e6)))) }
-                sent.withLock { $0[ids[i].uuidString] = now() }
-                _ = try? handoff.socket.send([topic, bodies[i]])
-            }
-        }
-        sender.start()
-        var latencies: [Double] = []
-        _ = try waitForAnchor(sub, base + Int64(count)) { msg, t in
-            for a in msg["added"] as? [[String: Any]] ?? [] {
-                if let u = a["uuid"] as? String, let t1 = sent.withLock({ $0[u] }) { latencies.append((t - t1) * 1000) }
-            }
-        }
-        let cpu = s.cpuSeconds - cpu0
-        let elapsed = now() - t0
-        return Steady(
-            p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99), maxMs: latencies.max() ?? .nan,
-            cpuPercent: cpu / elapsed * 100)
     }
 
     /// Baseline: one small write and fsync in the same file system.
@@ -342,55 +363,27 @@ struct Bench {
     // MARK: 5. Fan-out
 
     func fanout(subscribers: Int, rate: Double, seconds: Double) throws -> (drops: Int, worstP99LagMs: Double) {
-        let s = try ServiceProcess(binary: binary, folder: folder("fanout"))
-        try s.start()
-        defer { s.stop() }
-        let subs = try (0..<subscribers).map { _ in try subscriber(s) }
-        let pub = try publisher(s)
-        defer {
-            pub.close()
-            for sub in subs { sub.close() }
-        }
-        let base = try BenchClient(endpoint: s.endpoints["query"]![0]).ping()
-        let count = Int(rate * seconds)
-        let ids = (0..<count).map { _ in UUID() }
-        let sent = Mutex<[String: Double]>([:])
-        let topic = Data("drink.add".utf8)
-        let t0 = now()
-        let handoff = Handoff(pub)
-        let sender = Thread {
-            for i in 0..<count {
-                let due = t0 + Double(i) / rate
-                while now() < due { usleep(UInt32(max(0, min(1000, (due - now()) * 1e6)))) }
-                sent.withLock { $0[ids[i].uuidString] = now() }
-                _ = try? handoff.socket.send([topic, Data(Bodies.drink(ids[i]).utf8)])
-            }
-        }
-        sender.start()
-        var received = [Int](repeating: 0, count: subscribers)
-        var lags = [[Double]](repeating: [], count: subscribers)
-        var finished = Set<Int>()
-        let items = subs.map { ZMQSocket.PollItem.socket($0) }
-        let deadline = now() + seconds + 30
-        while finished.count < subscribers && now() < deadline {
-            let ready = try ZMQSocket.poll(items, timeoutMs: 200)
-            let t = now()
-            for (i, r) in ready.enumerated() where r {
-                while let frames = try subs[i].receive(dontWait: true) {
-                    guard frames.count == 2, String(decoding: frames[0], as: UTF8.self) == "changes",
-                        let msg = try JSONSerialization.jsonObject(with: frames[1]) as? [String: Any]
-                    else { continue }
-                    for a in msg["added"] as? [[String: Any]] ?? [] {
-                        if let u = a["uuid"] as? String, let t1 = sent.withLock({ $0[u] }) {
-                            received[i] += 1
-                            lags[i].append((t - t1) * 1000)
-                        }
+        try live("fanout", subscribers: subscribers) { s, subs, pub, base in
+            let sender = PacedSender(pub, count: Int(rate * seconds), rate: rate)
+            var lags = [[Double]](repeating: [], count: subscribers)
+            var finished = Set<Int>()
+            let items = subs.map { ZMQSocket.PollItem.socket($0) }
+            let deadline = now() + seconds + 30
+            while finished.count < subscribers && now() < deadline {
+                let ready = try ZMQSocket.poll(items, timeoutMs: 200)
+                let t = now()
+                for (i, r) in ready.enumerated() where r {
+                    while let frames = try subs[i].receive(dontWait: true) {
+                        guard frames.count == 2, String(decoding: frames[0], as: UTF8.self) == "changes",
+                            let msg = try JSONSerialization.jsonObject(with: frames[1]) as? [String: Any]
+                        else { continue }
+                        lags[i] += sender.lags(msg, receivedAt: t)
+                        if ((msg["anchor"] as? NSNumber)?.int64Value ?? 0) >= base + Int64(sender.count) { finished.insert(i) }
                     }
-                    if ((msg["anchor"] as? NSNumber)?.int64Value ?? 0) >= base + Int64(count) { finished.insert(i) }
                 }
             }
+            let drops = lags.reduce(0) { $0 + (sender.count - $1.count) }
+            return (drops, lags.map { percentile($0, 0.99) }.max() ?? .nan)
         }
-        let drops = received.reduce(0) { $0 + (count - $1) }
-        return (drops, lags.map { percentile($0, 0.99) }.max() ?? .nan)
     }
 }

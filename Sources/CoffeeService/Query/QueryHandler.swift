@@ -149,13 +149,8 @@ public struct QueryHandler: Sendable {
         }
         ServiceCounters.bump(counters.received, by: items.count)
         let now = clock.now()
-        let drinks: [Drink]
-        do {
-            drinks = try BatchDecoder(validator: validator).validate(items.map(\.value), isArray: true) {
-                input throws(ValidationError) in try validator.drink(from: input, now: now, defaultSource: "query")
-            }
-        } catch {
-            throw QueryError(.invalidDrink, error.description, index: error.index, field: error.field)
+        let drinks = try validated(items.map(\.value)) { input throws(ValidationError) in
+            try validator.drink(from: input, now: now, defaultSource: "query")
         }
         let result = try await store.save(drinks)
         count(result)
@@ -170,13 +165,8 @@ public struct QueryHandler: Sendable {
             throw QueryError(.badRequest, "deletions must be an array of deletion objects", field: "deletions")
         }
         ServiceCounters.bump(counters.received, by: items.count)
-        let deletions: [Deletion]
-        do {
-            deletions = try BatchDecoder(validator: validator).validate(items.map(\.value), isArray: true) {
-                input throws(ValidationError) in try validator.deletion(from: input)
-            }
-        } catch {
-            throw QueryError(.invalidDrink, error.description, index: error.index, field: error.field)
+        let deletions = try validated(items.map(\.value)) { input throws(ValidationError) in
+            try validator.deletion(from: input)
         }
         let result = try await store.delete(deletions)
         count(result)
@@ -184,6 +174,18 @@ public struct QueryHandler: Sendable {
             ("ok", true), ("anchor", .int(result.anchor)), ("deleted", .int(Int64(result.deleted))),
             ("unknown", .int(Int64(result.unknown))),
         ])
+    }
+
+    /// Every element through `rule`, all or nothing; the first failure becomes
+    /// `invalid_drink` naming its index and field.
+    func validated<Input, Output>(_ inputs: [Input?], _ rule: (Input) throws(ValidationError) -> Output) throws(QueryError)
+        -> [Output]
+    {
+        do throws(ValidationError) {
+            return try BatchDecoder(validator: validator).validate(inputs, isArray: true, rule)
+        } catch {
+            throw QueryError(.invalidDrink, error.description, index: error.index, field: error.field)
+        }
     }
 
     func count(_ result: WriteResult) {
