@@ -54,6 +54,7 @@ class Service:
                 config[key] = value
         self.config_path.write_text(json.dumps(config))
         self.process = None
+        self.start_as = []  # a prefix such as setpriv(1) to run the service as another user
         self.context = zmq.Context.instance()
         self.log_path = self.folder / "service.log"
 
@@ -67,7 +68,7 @@ class Service:
             endpoints.unlink()
         self.log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            [BINARY, "serve", "--config", str(self.config_path)],
+            [*self.start_as, BINARY, "serve", "--config", str(self.config_path)],
             stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL)
         deadline = time.time() + timeout
         while time.time() < deadline:

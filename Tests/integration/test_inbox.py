@@ -252,3 +252,30 @@ def test_bad_line_late_in_a_large_file_stores_nothing(service):
     err = failed_error(service, "late-error.jsonl")
     assert err["line"] == 11_501 and err["field"] == "uuid"
     assert service.request({"op": "ping"})["anchor"] == 0
+
+
+def test_unreadable_file_is_refused_with_its_error_file(folder):
+    """Root reads everything, so the service runs as `nobody` here and the
+    file belongs to root with mode 000."""
+    import shutil
+    import subprocess
+    from conftest import BINARY
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        raise AssertionError("this test needs root and setpriv (util-linux) to drop privileges")
+    s = Service(folder)
+    os.chown(folder, 65534, 65534)
+    for p in s.folder.iterdir():
+        os.chown(p, 65534, 65534)
+    s.start_as = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    s.start()
+    try:
+        assert s.process.pid and open(f"/proc/{s.process.pid}/status").read().count("65534") >= 1
+        secret = s.folder / "secret.json"
+        secret.write_text(json.dumps([drink()]))
+        os.chmod(secret, 0)
+        os.rename(secret, inbox(s) / "secret.json")
+        err = failed_error(s, "secret.json")
+        assert "cannot be read" in err["error"] and "Permission denied" in err["error"]
+        assert s.request({"op": "ping"})["ok"]
+    finally:
+        s.stop()

@@ -51,6 +51,11 @@ public final class CoffeeTrackerService: Sendable {
         }
         _ = try? await store.purgeTombstones()
 
+        // Subscribe downstream before any input can commit, so that no commit
+        // between start-up and the first message goes unannounced or unfollowed.
+        let followedUpdates = await store.updates()
+        let announcedUpdates = await store.updates()
+
         let context = ZMQContext()
         let validator = DrinkValidator(limits: c.limits)
         let handler = QueryHandler(
@@ -111,10 +116,9 @@ public final class CoffeeTrackerService: Sendable {
 
         // Downstream of the commit: the model follows the store, the
         // broadcaster announces each commit, the model is published coalesced.
-        let follower = Task { await controller.follow(await store.updates()) }
-        let storeUpdates = await store.updates()
+        let follower = Task { await controller.follow(followedUpdates) }
         let announcer = Task {
-            for await batch in storeUpdates { await broadcaster.announce(batch, store: store) }
+            for await batch in announcedUpdates { await broadcaster.announce(batch, store: store) }
         }
         let modelChanges = await model.changes()
         let interval = Duration.milliseconds(c.modelIntervalMs)
