@@ -107,7 +107,7 @@ public struct DrinkValidator: Sendable {
         case .absent: throw ValidationError(field: name, rule: "is required")
         case .wrongType(let expected): throw ValidationError(field: name, rule: "must be \(expected)")
         case .value(let text):
-            guard text.utf8.count == 36, let uuid = UUID(uuidString: text) else {
+            guard let uuid = UUIDText.parse(text) else {
                 throw ValidationError(field: name, rule: "must be a UUID (36 characters, RFC 4122), got \"\(text.prefix(64))\"")
             }
             return uuid

@@ -6,7 +6,7 @@ public enum WireFormat {
     /// `source` when known.
     public static func json(_ drink: Drink) -> JSONValue {
         var members: [(String, JSONValue)] = [
-            ("uuid", .string(drink.uuid.uuidString)),
+            ("uuid", .string(UUIDText.string(drink.uuid))),
             ("mgCaffeine", .double(drink.mgCaffeine)),
             ("date", .string(RFC3339.string(drink.date))),
             ("version", .int(drink.version)),
@@ -17,7 +17,7 @@ public enum WireFormat {
     }
 
     public static func json(_ tombstone: Tombstone) -> JSONValue {
-        .object([("uuid", .string(tombstone.uuid.uuidString)), ("version", .int(tombstone.version))])
+        .object([("uuid", .string(UUIDText.string(tombstone.uuid))), ("version", .int(tombstone.version))])
     }
 
     /// The model's members, ready to be sent alone or inside a reply.

@@ -73,7 +73,9 @@ public actor CoffeeData {
     public func cacheContents() -> (drinks: [Drink], anchor: Int64) { (drinks, anchor) }
 
     /// The drinks, oldest first.
-    public var drinks: [Drink] { currentDrinks.values.sorted { ($0.date, $0.uuid.uuidString) < ($1.date, $1.uuid.uuidString) } }
+    public var drinks: [Drink] {
+        currentDrinks.values.sorted { $0.date != $1.date ? $0.date < $1.date : UUIDText.precedes($0.uuid, $1.uuid) }
+    }
 
     /// The model at `at` (default now), if `at` lies where the held drinks
     /// cover it; otherwise nil and the caller asks the store.

@@ -68,6 +68,9 @@ public actor HealthStore {
                 throw StoreError.io("\(configuration.path): could not enable WAL (journal_mode is \(mode ?? "unknown"))")
             }
             try db.execute("PRAGMA synchronous=FULL")
+            // Random-key upserts touch B-tree pages all over the file; the
+            // default 2 MB cache sends most of them back to the kernel.
+            try db.execute("PRAGMA cache_size=-32768")
             try db.execute("PRAGMA foreign_keys=OFF")
             statements = try Statements(db)
             currentAnchor = try db.scalar("SELECT value FROM meta WHERE key = 'anchor'") ?? 0

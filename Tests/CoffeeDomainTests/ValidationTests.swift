@@ -99,6 +99,23 @@ struct ValidationTests {
         }
     }
 
+    @Test func uuidTextMatchesFoundationBothWays() {
+        for _ in 0..<1000 {
+            let u = UUID()
+            #expect(UUIDText.string(u) == u.uuidString)
+            #expect(UUIDText.parse(u.uuidString) == u)
+            #expect(UUIDText.parse(u.uuidString.lowercased()) == u)
+        }
+        for junk in ["", "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C0", "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C0G",
+            "6F1C3B1E3F55-4B0B-9C1E-7A2D8E4B5C011", "{6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C}"]
+        {
+            #expect(UUIDText.parse(junk) == nil, "\(junk)")
+        }
+        let a = UUID(uuidString: "00000000-0000-0000-0000-000000000001")!
+        let b = UUID(uuidString: "00000000-0000-0000-0000-000000000002")!
+        #expect(UUIDText.precedes(a, b) && !UUIDText.precedes(b, a) && !UUIDText.precedes(a, a))
+    }
+
     @Test func wireFormatOfADrink() {
         let d = Drink(
             uuid: UUID(uuidString: id)!, mgCaffeine: 143.2, date: RFC3339.parse("2026-11-29T08:15:00Z")!, version: 2,

@@ -1,0 +1,69 @@
+import Foundation
+
+/// UUID text without `sprintf` and `sscanf`.
+///
+/// Foundation on Linux formats `uuidString` with `uuid_unparse` (printf) and
+/// parses `UUID(uuidString:)` with `uuid_parse` (scanf); a profile of bus
+/// ingest showed those two at about 20% of the service's time.
+public enum UUIDText {
+    private static let digits = Array("0123456789ABCDEF".utf8)
+
+    /// The RFC 4122 text form, upper-case, as `uuidString` gives it.
+    public static func string(_ uuid: UUID) -> String {
+        var raw = uuid.uuid
+        return withUnsafeBytes(of: &raw) { bytes in
+            String(unsafeUninitializedCapacity: 36) { out in
+                var o = 0
+                for (i, byte) in bytes.enumerated() {
+                    if i == 4 || i == 6 || i == 8 || i == 10 {
+                        out[o] = UInt8(ascii: "-")
+                        o += 1
+                    }
+                    out[o] = digits[Int(byte >> 4)]
+                    out[o + 1] = digits[Int(byte & 0x0F)]
+                    o += 2
+                }
+                return 36
+            }
+        }
+    }
+
+    /// Parses the 36-character form, either case; nil for anything else.
+    public static func parse(_ text: String) -> UUID? {
+        var text = text
+        return text.withUTF8 { b -> UUID? in
+            guard b.count == 36, b[8] == 45, b[13] == 45, b[18] == 45, b[23] == 45 else { return nil }
+            var bytes = [UInt8](repeating: 0, count: 16)
+            var i = 0
+            var n = 0
+            func nibble(_ c: UInt8) -> UInt8? {
+                switch c {
+                case 48...57: return c - 48
+                case 65...70: return c - 55
+                case 97...102: return c - 87
+                default: return nil
+                }
+            }
+            while i < 36 {
+                if i == 8 || i == 13 || i == 18 || i == 23 {
+                    i += 1
+                    continue
+                }
+                guard let hi = nibble(b[i]), let lo = nibble(b[i + 1]) else { return nil }
+                bytes[n] = hi << 4 | lo
+                n += 1
+                i += 2
+            }
+            return bytes.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+        }
+    }
+
+    /// Byte order, for a stable tie-break when sorting.
+    public static func precedes(_ a: UUID, _ b: UUID) -> Bool {
+        var x = a.uuid
+        var y = b.uuid
+        return withUnsafeBytes(of: &x) { xa in
+            withUnsafeBytes(of: &y) { ya in xa.lexicographicallyPrecedes(ya) }
+        }
+    }
+}
