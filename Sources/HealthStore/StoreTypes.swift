@@ -12,6 +12,11 @@ public struct WriteBatch: Sendable, Hashable {
     }
 
     public var isEmpty: Bool { drinks.isEmpty && deletions.isEmpty }
+
+    /// A batch applies its saves before its deletions. Input that arrives in
+    /// order may add drinks only while the batch holds no deletions; a drink
+    /// after a deletion starts the next batch, or it would be reordered.
+    public var acceptsDrinksInOrder: Bool { deletions.isEmpty }
     public var count: Int { drinks.count + deletions.count }
 }
 

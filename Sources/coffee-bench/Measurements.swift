@@ -196,12 +196,10 @@ struct Bench {
         let body = Data((perMessage == 1 ? Bodies.drink() : Bodies.drinks(perMessage)).utf8)
         let count = events / perMessage
         let topic = Data("drink.add".utf8)
-        let done = Atomic<Int>(0)
         let t0 = now()
         let handoff = Handoff(pub)
         let sender = Thread {
             for _ in 0..<count { _ = try? handoff.socket.send([topic, body]) }
-            done.store(1, ordering: .relaxed)
         }
         sender.start()
         var received = 0

@@ -289,3 +289,20 @@ def test_watch_fails_cleanly_when_nothing_answers(folder):
     p = subprocess.run([BINARY, "watch", "--updates", f"ipc://{folder}/nobody", "--timeout", "0.5"],
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 1 and "nothing from" in p.stderr
+
+
+def test_delete_then_re_add_in_one_burst_keeps_bus_order(service):
+    """A batch applies saves before deletions; a drink that follows a
+    deletion on the bus must not be reordered in front of it. In order, the
+    deletion leaves a tombstone of version 1 and the save of version 2 wins;
+    reordered, the deletion would tombstone version 2."""
+    pub, base = publisher(service)
+    uuids = [drink()["uuid"] for _ in range(50)]
+    for uid in uuids:
+        pub.send_multipart([b"drink.delete", json.dumps({"uuid": uid}).encode()])
+        pub.send_multipart([b"drink.add", json.dumps(dict(drink(), uuid=uid, version=2)).encode()])
+    wait_for_anchor(service, base + 100)
+    added, _, _, _ = service.all_changes()
+    live = {a["uuid"]: a["version"] for a in added}
+    assert all(live.get(uid) == 2 for uid in uuids), [u for u in uuids if live.get(u) != 2][:3]
+    pub.close()

@@ -61,7 +61,7 @@ public struct InboxFileParser: Sendable {
             let reader = JSONLinesReader(data: data, parser: self, now: now)
             var all = WriteBatch()
             while let chunk = try reader.nextChunk() {
-                guard all.deletions.isEmpty || chunk.drinks.isEmpty else {
+                guard all.acceptsDrinksInOrder || chunk.drinks.isEmpty else {
                     throw InboxFileError("a drink after a deletion cannot be merged into one batch; stream the file instead")
                 }
                 all.drinks += chunk.drinks
@@ -241,7 +241,7 @@ public final class JSONLinesReader: @unchecked Sendable {
             lineNumber += 1
             var line = WriteBatch()
             try parser.line(bytes, number: lineNumber, now: now, into: &line)
-            if !line.drinks.isEmpty && !chunk.deletions.isEmpty {
+            if !line.drinks.isEmpty && !chunk.acceptsDrinksInOrder {
                 carried = line
                 break
             }

@@ -70,6 +70,10 @@ public final class IngestEndpoint: Sendable {
                 case "drink.add":
                     let drinks = try decoder.drinks(json: body, now: now, source: "bus")
                     ServiceCounters.bump(counters.received, by: drinks.count)
+                    if !batch.acceptsDrinksInOrder {
+                        submit(batch, store)
+                        batch = WriteBatch()
+                    }
                     batch.drinks += drinks
                 case "drink.delete":
                     let deletions = try decoder.deletions(json: body)
@@ -82,12 +86,6 @@ public final class IngestEndpoint: Sendable {
                 }
             } catch {
                 rejected.append(.init(at: now, reason: error.description, topic: topic ?? "", body: body))
-            }
-            // Deletions and saves of one message keep their order: flush
-            // before a kind change would reorder them within the batch.
-            if !batch.drinks.isEmpty && !batch.deletions.isEmpty {
-                submit(batch, store)
-                batch = WriteBatch()
             }
         }
         if !batch.isEmpty { submit(batch, store) }

@@ -4,8 +4,7 @@ import Foundation
 /// A query request as decoded, before its fields are checked.
 struct QueryRequest: Decodable {
     var op: InputField<String> = .absent
-    /// `anchor`: absent, null, or a number.
-    var anchorPresent = false
+    /// `anchor`: absent or null (every live drink), or a number.
     var anchor: InputField<Double> = .absent
     var limit: InputField<Double> = .absent
     var at: InputField<InputDate> = .absent
@@ -17,7 +16,6 @@ struct QueryRequest: Decodable {
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: Key.self)
         op = DrinkInput.field(c, .op, "a string")
-        anchorPresent = c.contains(.anchor)
         anchor = DrinkInput.field(c, .anchor, "an integer or null")
         limit = DrinkInput.field(c, .limit, "an integer")
         at = DrinkInput.dateField(c, .at)
