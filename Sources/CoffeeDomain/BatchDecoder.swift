@@ -46,24 +46,31 @@ public struct BatchDecoder: Sendable {
 
     /// Decodes a JSON object, or an array of them, into `T`s; an element that
     /// is not an object comes back as nil so that it can be named.
-    public static func decode<T: Decodable & Sendable>(_: T.Type, json data: Data) throws(ValidationError) -> ([T?], Bool) {
-        guard let first = data.first(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }) else {
-            throw ValidationError(rule: "body is empty; expected a JSON object or array")
-        }
-        do {
-            switch first {
-            case UInt8(ascii: "["):
-                return (try JSONDecoder().decode([Lenient<T>].self, from: data).map(\.value), true)
-            case UInt8(ascii: "{"):
-                return ([try JSONDecoder().decode(T.self, from: data)], false)
-            default:
-                throw ValidationError(rule: "body must be a JSON object or array")
-            }
-        } catch let error as ValidationError {
-            throw error
+    public static func decode<T: JSONObjectInput>(_: T.Type, json data: Data) throws(ValidationError) -> ([T?], Bool) {
+        let value: JSONValue
+        do throws(JSONReader.SyntaxError) {
+            value = try JSONReader.parse(data)
         } catch {
-            throw ValidationError(rule: "body is not valid JSON (\(describe(error)))")
+            if !data.contains(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }) {
+                throw ValidationError(rule: "body is empty; expected a JSON object or array")
+            }
+            throw ValidationError(rule: "body is not valid JSON (\(error))")
         }
+        return try inputs(T.self, from: value)
+    }
+
+    /// `T`s from an object or an array of objects already read.
+    public static func inputs<T: JSONObjectInput>(_: T.Type, from value: JSONValue) throws(ValidationError) -> ([T?], Bool) {
+        switch value {
+        case .object: return ([T(json: value)], false)
+        case .array(let items): return (objects(T.self, items), true)
+        default: throw ValidationError(rule: "body must be a JSON object or array")
+        }
+    }
+
+    /// Each element as a `T`, or nil where it is not an object.
+    public static func objects<T: JSONObjectInput>(_: T.Type, _ items: [JSONValue]) -> [T?] {
+        items.map { item in if case .object = item { T(json: item) } else { nil } }
     }
 
     /// A short reason for a decoding failure, without Foundation's noise.

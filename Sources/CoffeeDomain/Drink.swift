@@ -33,6 +33,11 @@ public struct Drink: Hashable, Sendable, Codable {
 
     /// Milliseconds since 1970, the store's representation of `date`.
     public var epochMilliseconds: Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+
+    /// Oldest first; drinks at the same moment by UUID, so the order is total.
+    public static func chronological(_ a: Drink, _ b: Drink) -> Bool {
+        a.date != b.date ? a.date < b.date : UUIDText.precedes(a.uuid, b.uuid)
+    }
 }
 
 /// A deletion request: PROTOCOL.md §1 `{"uuid", "version"}`.

@@ -15,12 +15,42 @@ public enum InputDate: Sendable, Hashable {
     case date(Date)
 }
 
+/// An input read from one JSON object by `JSONReader`, the way its
+/// `Decodable` init reads it from a property list: field by field, never
+/// failing on a field.
+public protocol JSONObjectInput: Sendable {
+    init(json object: JSONValue)
+}
+
+extension InputField<String> {
+    /// A JSON string; null or missing is absent.
+    init(json value: JSONValue?, expected: String) {
+        switch value {
+        case nil, .null?: self = .absent
+        case .string(let s)?: self = .value(s)
+        default: self = .wrongType(expected: expected)
+        }
+    }
+}
+
+extension InputField<Double> {
+    /// A JSON number; null or missing is absent.
+    init(json value: JSONValue?, expected: String) {
+        switch value {
+        case nil, .null?: self = .absent
+        case .int(let n)?: self = .value(Double(n))
+        case .double(let d)?: self = .value(d)
+        default: self = .wrongType(expected: expected)
+        }
+    }
+}
+
 /// A drink object as decoded from JSON or a property list, field by field.
 ///
 /// Decoding never fails on a field: a missing or mistyped field is recorded
 /// so that validation can name it. Decoding fails only when the element is
 /// not an object at all.
-public struct DrinkInput: Decodable, Sendable {
+public struct DrinkInput: Decodable, JSONObjectInput {
     public var uuid: InputField<String> = .absent
     public var mgCaffeine: InputField<Double> = .absent
     public var date: InputField<InputDate> = .absent
@@ -42,6 +72,23 @@ public struct DrinkInput: Decodable, Sendable {
         date = Self.dateField(c, .date)
     }
 
+    public init(json object: JSONValue) {
+        uuid = .init(json: object[member: "uuid"], expected: "a string")
+        mgCaffeine = .init(json: object[member: "mgCaffeine"], expected: "a number")
+        type = .init(json: object[member: "type"], expected: "a string")
+        version = .init(json: object[member: "version"], expected: "an integer")
+        source = .init(json: object[member: "source"], expected: "a string")
+        switch object[member: "date"] {
+        case nil, .null?: date = .absent
+        case .string(let s)?: date = .value(.text(s))
+        case .int(let n)?: date = .value(.epochSeconds(Double(n)))
+        case .double(let d)?: date = .value(.epochSeconds(d))
+        default: date = .wrongType(expected: Self.dateExpected)
+        }
+    }
+
+    static let dateExpected = "an RFC 3339 date string or epoch seconds"
+
     public static func field<T: Decodable & Sendable, K: CodingKey>(
         _ c: KeyedDecodingContainer<K>, _ key: K, _ expected: String
     ) -> InputField<T> {
@@ -55,13 +102,13 @@ public struct DrinkInput: Decodable, Sendable {
         if let s = try? c.decode(String.self, forKey: key) { return .value(.text(s)) }
         if let n = try? c.decode(Double.self, forKey: key) { return .value(.epochSeconds(n)) }
         if let d = try? c.decode(Date.self, forKey: key) { return .value(.date(d)) }
-        return .wrongType(expected: "an RFC 3339 date string or epoch seconds")
+        return .wrongType(expected: dateExpected)
     }
 }
 
 /// A deletion as it arrived: `{"uuid", "version"}`, or JSON Lines'
 /// `{"delete": "<uuid>"}`.
-public struct DeletionInput: Decodable, Sendable {
+public struct DeletionInput: Decodable, JSONObjectInput {
     public var uuid: InputField<String> = .absent
     public var version: InputField<Double> = .absent
     /// Which key held the UUID, so errors name the field the sender used.
@@ -79,5 +126,14 @@ public struct DeletionInput: Decodable, Sendable {
             uuidKey = "delete"
         }
         version = DrinkInput.field(c, .version, "an integer")
+    }
+
+    public init(json object: JSONValue) {
+        uuid = .init(json: object[member: "uuid"], expected: "a string")
+        if case .absent = uuid, let delete = object[member: "delete"] {
+            uuid = .init(json: delete, expected: "a string")
+            uuidKey = "delete"
+        }
+        version = .init(json: object[member: "version"], expected: "an integer")
     }
 }

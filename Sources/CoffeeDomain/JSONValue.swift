@@ -23,38 +23,43 @@ public indirect enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, 
     public func hash(into hasher: inout Hasher) { hasher.combine(serialized()) }
 
     /// Compact JSON text.
-    public func serialized() -> String {
-        var out = ""
+    public func serialized() -> String { String(decoding: bytes(), as: UTF8.self) }
+
+    /// Compact JSON as UTF-8 bytes.
+    public func data() -> Data { Data(bytes()) }
+
+    func bytes() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
         write(to: &out)
         return out
     }
 
-    /// Compact JSON as UTF-8 bytes.
-    public func data() -> Data { Data(serialized().utf8) }
-
-    public func write(to out: inout String) {
+    /// Appends compact JSON to `out`, byte by byte: building a `String` cost
+    /// the broadcaster most of its time in `String` appends.
+    public func write(to out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let i): out += String(i)
-        case .double(let d): out += JSONValue.number(d)
+        case .null: out += "null".utf8
+        case .bool(let b): out += (b ? "true" : "false").utf8
+        case .int(let i): out += String(i).utf8
+        case .double(let d): out += JSONValue.number(d).utf8
         case .string(let s): JSONValue.quote(s, into: &out)
         case .array(let items):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (i, item) in items.enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 item.write(to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let members):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (i, (key, value)) in members.enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 JSONValue.quote(key, into: &out)
-                out += ":"
+                out.append(UInt8(ascii: ":"))
                 value.write(to: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
@@ -65,21 +70,25 @@ public indirect enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, 
         return String(d)
     }
 
-    static func quote(_ s: String, into out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
+    /// A JSON string: UTF-8 passes through; quote, backslash and control
+    /// characters are escaped.
+    static func quote(_ s: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out += #"\""#.utf8
+            case UInt8(ascii: "\\"): out += #"\\"#.utf8
+            case 0x0A: out += #"\n"#.utf8
+            case 0x0D: out += #"\r"#.utf8
+            case 0x09: out += #"\t"#.utf8
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out += #"\u00"#.utf8
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0xF)])
+            default: out.append(byte)
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 }

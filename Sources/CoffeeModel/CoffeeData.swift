@@ -69,13 +69,11 @@ public actor CoffeeData {
         currentDrinks = currentDrinks.filter { $0.value.date >= cutoff }
     }
 
-    /// What the cache writes: the drinks, oldest first, and their anchor, read together.
-    public func cacheContents() -> (drinks: [Drink], anchor: Int64) { (drinks, anchor) }
+    /// What the cache writes: the drinks, in no order, and their anchor, read together.
+    public func cacheContents() -> (drinks: [Drink], anchor: Int64) { (Array(currentDrinks.values), anchor) }
 
     /// The drinks, oldest first.
-    public var drinks: [Drink] {
-        currentDrinks.values.sorted { $0.date != $1.date ? $0.date < $1.date : UUIDText.precedes($0.uuid, $1.uuid) }
-    }
+    public var drinks: [Drink] { currentDrinks.values.sorted(by: Drink.chronological) }
 
     /// The model at `at` (default now), if `at` lies where the held drinks
     /// cover it; otherwise nil and the caller asks the store.

@@ -28,6 +28,12 @@ public actor CoffeeDataStore {
     public let url: URL
     /// Least time between two scheduled writes.
     public let interval: Duration
+    /// A write waits at least this many times as long as the last one took,
+    /// so the cache never takes more than about 1/costFactor of a core: a
+    /// window of 200,000 drinks takes half a second to encode, and writing it
+    /// every second made the cache the busiest thread of the service.
+    public let costFactor: Double
+    private var lastCost: Duration = .zero
     private var savedValue: Snapshot?
     /// The model to read when the scheduled write happens.
     private var source: CoffeeData?
@@ -36,13 +42,15 @@ public actor CoffeeDataStore {
     public private(set) var writes = 0
     private let logger = Logger(label: "model-cache")
 
-    public init(url: URL, interval: Duration = .seconds(1)) {
+    public init(url: URL, interval: Duration = .seconds(1), costFactor: Double = 20) {
         self.url = url
         self.interval = interval
+        self.costFactor = costFactor
     }
 
     /// Saves `model`'s drinks and anchor soon, coalescing: however many
-    /// changes arrive, at most one write per `interval`, of the newest state.
+    /// changes arrive, at most one write per `interval` (or per `costFactor`
+    /// times the last write's cost, if longer), of the newest state.
     /// The drinks are read from the model when the write happens, so a change
     /// costs nothing here (holding the model's dictionary between writes made
     /// every change copy it). The cache is downstream of the store's commit
@@ -51,8 +59,9 @@ public actor CoffeeDataStore {
         source = model
         guard !writeScheduled else { return }
         writeScheduled = true
+        let wait = max(interval, lastCost * costFactor)
         Task {
-            try? await Task.sleep(for: interval)
+            try? await Task.sleep(for: wait)
             await flush()
         }
     }
@@ -63,7 +72,11 @@ public actor CoffeeDataStore {
         guard let model = source else { return }
         source = nil
         let (drinks, anchor) = await model.cacheContents()
-        save(Snapshot(anchor: anchor, drinks: drinks))
+        let clock = ContinuousClock()
+        let started = clock.now
+        // Sorted here, on the cache's thread, not on the model's.
+        save(Snapshot(anchor: anchor, drinks: drinks.sorted(by: Drink.chronological)))
+        lastCost = clock.now - started
     }
 
     /// The saved snapshot, or nil when there is none or it cannot be read.

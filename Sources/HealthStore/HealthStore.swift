@@ -150,11 +150,24 @@ public actor HealthStore {
         }
     }
 
-    /// Commits everything queued in one transaction.
+    /// Commits what is queued in one transaction: every batch, or as many
+    /// as fit in `announceLimit` changes (at least one), so that a commit's
+    /// changes are announced with it rather than read back in pages; the rest
+    /// commit next, after any jobs already queued.
     private func flush() {
         flushScheduled = false
-        let work = pending
-        pending = []
+        var take = 0
+        var changeCount = 0
+        while take < pending.count, take == 0 || changeCount + pending[take].batch.count <= Self.announceLimit {
+            changeCount += pending[take].batch.count
+            take += 1
+        }
+        let work = Array(pending.prefix(take))
+        pending.removeFirst(take)
+        if !pending.isEmpty {
+            flushScheduled = true
+            Task { self.flush() }
+        }
         guard !work.isEmpty else { return }
         guard let db else {
             for item in work { item.completion(.failure(StoreError.closed)) }
@@ -188,6 +201,11 @@ public actor HealthStore {
         }
     }
 
+    /// Commits everything queued, in as many transactions as `flush` takes.
+    private func flushAll() {
+        repeat { flush() } while !pending.isEmpty
+    }
+
     /// Applies every batch `next` yields, in one transaction: all of them or,
     /// if `next` or a write throws, none. For imports of any size: memory is
     /// one batch, not the whole input. Returns once the commit is durable.
@@ -197,7 +215,7 @@ public actor HealthStore {
     ///   is rethrown.
     public func applyStream(_ next: @Sendable () throws -> WriteBatch?) throws -> WriteResult {
         guard let db else { throw StoreError.closed }
-        flush()  // whatever was queued before commits first, in order
+        flushAll()  // whatever was queued before commits first, in order
         let previous = currentAnchor
         var changes = CommitChanges()
         var total = WriteResult()
@@ -417,7 +435,7 @@ public actor HealthStore {
     /// and stops the store's thread. Later calls fail with `StoreError.closed`.
     public func close() {
         takeSubmitted()  // batches submitted but not yet taken are committed too
-        flush()
+        flushAll()
         for continuation in subscribers.values { continuation.finish() }
         subscribers = [:]
         statements.finalize()

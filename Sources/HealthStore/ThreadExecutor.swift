@@ -47,8 +47,10 @@ public final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
     /// Called with `condition` held.
     private func startThread() {
         running = true
-        let thread = Thread { [self] in self.loop() }
-        thread.name = name
+        let thread = Thread { [self] in
+            Thread.current.name = name  // on Linux only the thread itself can name itself
+            self.loop()
+        }
         thread.start()
     }
 

@@ -52,6 +52,7 @@ public final class SocketLoop<Message: Sendable>: Sendable {
         hasEnded.store(false, ordering: .sequentiallyConsistent)
         try await withCheckedThrowingContinuation { (started: CheckedContinuation<Void, any Error>) in
             let thread = Thread { [self] in
+                Thread.current.name = name  // on Linux only the thread itself can name itself (seen in `top -H`, perf)
                 let handler: Handler
                 do {
                     handler = try make()
@@ -64,7 +65,6 @@ public final class SocketLoop<Message: Sendable>: Sendable {
                 run(handler)
                 markEnded()
             }
-            thread.name = name
             thread.start()
         }
     }

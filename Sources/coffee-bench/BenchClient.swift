@@ -28,12 +28,21 @@ final class BenchClient {
 }
 
 /// Drink bodies as a publisher sends them.
+///
+/// Throughput runs replay a history: drinks dated at random over the past
+/// year, so about 1 in 365 falls in the model's 24-hour window. Live runs
+/// (latency, fan-out) send drinks of the last hour.
 enum Bodies {
-    static let date = RFC3339.string(Date().addingTimeInterval(-3600))
+    static let recent = RFC3339.string(Date().addingTimeInterval(-3600))
 
-    static func drink(_ uuid: UUID = UUID()) -> String {
+    static func drink(_ uuid: UUID = UUID(), date: String = recent) -> String {
         #"{"uuid":"\#(uuid.uuidString)","mgCaffeine":95.5,"date":"\#(date)","source":"bench"}"#
     }
 
-    static func drinks(_ n: Int) -> String { "[" + (0..<n).map { _ in drink() }.joined(separator: ",") + "]" }
+    /// A drink dated somewhere in the past year.
+    static func historical() -> String {
+        drink(date: RFC3339.string(Date().addingTimeInterval(-Double.random(in: 60...(365 * 86_400)))))
+    }
+
+    static func drinks(_ n: Int) -> String { "[" + (0..<n).map { _ in historical() }.joined(separator: ",") + "]" }
 }

@@ -121,6 +121,27 @@ struct CoffeeDataTests {
         #expect(saved.drinks.first == last)  // oldest first
     }
 
+
+    /// A costly write spaces out the next: the wait is the larger of the
+    /// interval and `costFactor` times what the last write took.
+    @Test func costlyWritesWaitLonger() async throws {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let cache = CoffeeDataStore(url: f.cacheURL, interval: .milliseconds(10), costFactor: 1_000_000)
+        let m = f.model(cache: cache)
+        await m.updateModel(newDrinks: [f.drink(-60)], deletedDrinks: [], anchor: 1)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while await cache.writes == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await cache.writes == 1)
+        // The first write took some microseconds: a million times that is seconds.
+        await m.updateModel(newDrinks: [f.drink(-30)], deletedDrinks: [], anchor: 2)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(await cache.writes == 1)
+        await cache.close()  // what is scheduled is still written
+        #expect(await cache.writes == 2)
+        let saved = try PropertyListDecoder().decode(CoffeeDataStore.Snapshot.self, from: Data(contentsOf: f.cacheURL))
+        #expect(saved.anchor == 2 && saved.drinks.count == 2)
+    }
     @Test func cacheRoundTripsAndSkipsUnchangedWrites() async throws {
         let f = Fixture()
         defer { f.cleanup() }

@@ -83,6 +83,27 @@ struct StoreDurabilityTests {
         await store.close()
     }
 
+    /// Group commit stops at `announceLimit` changes, so queued batches that
+    /// together exceed it commit in several transactions, each announced with
+    /// its changes, in order, and nothing is lost (close commits the rest).
+    @Test func groupCommitStaysWithinTheAnnounceLimit() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let stream = await store.updates()
+        let size = HealthStore.announceLimit * 3 / 5
+        for i in 0..<3 {
+            store.submit(WriteBatch(drinks: (0..<size).map { _ in drink(at: Double(i)) })) { _ in }
+        }
+        await store.close()
+        var batches: [CommittedBatch] = []
+        for await batch in stream { batches.append(batch) }
+        #expect(batches.count == 3)
+        #expect(batches.allSatisfy { $0.isComplete && $0.added.count == size })
+        #expect(batches.map(\.previousAnchor) == [0, Int64(size), Int64(2 * size)])
+        #expect(batches.last?.anchor == Int64(3 * size))
+    }
+
     @Test func updateStreamReportsEachCommitWithAnUnbrokenChain() async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

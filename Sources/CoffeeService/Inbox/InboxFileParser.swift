@@ -53,7 +53,7 @@ public struct InboxFileParser: Sendable {
         switch format {
         case .json:
             guard String(validating: data, as: UTF8.self) != nil else { throw InboxFileError("file is not valid UTF-8") }
-            return try document(now: now) { try JSONDecoder().decode(FileDocument.self, from: data) }
+            return try document(now: now) { try FileDocument(json: JSONReader.parse(data)) }
         case .propertyList:
             return try document(now: now) { try PropertyListDecoder().decode(FileDocument.self, from: data) }
         case .jsonLines:
@@ -78,26 +78,20 @@ public struct InboxFileParser: Sendable {
             throw InboxFileError("line \(number): not valid UTF-8", line: number)
         }
         do throws(ValidationError) {
-            let probe = try? JSONDecoder().decode(LineKind.self, from: bytes)
-            if probe?.isDeletion == true {
-                batch.deletions += try decoder.deletions(json: bytes)
+            let value: JSONValue
+            do throws(JSONReader.SyntaxError) {
+                value = try JSONReader.parse(bytes)
+            } catch {
+                throw ValidationError(rule: "line is not valid JSON (\(error))")
+            }
+            guard case .object = value else { throw ValidationError(rule: "each line must be one JSON object") }
+            if value[member: "delete"] != nil {
+                batch.deletions.append(try decoder.validator.deletion(from: DeletionInput(json: value)))
             } else {
-                let drinks = try decoder.drinks(json: bytes, now: now, source: "inbox")
-                guard drinks.count == 1, bytes.first(where: { $0 > 0x20 }) == UInt8(ascii: "{") else {
-                    throw ValidationError(rule: "each line must be one JSON object")
-                }
-                batch.drinks += drinks
+                batch.drinks.append(try decoder.validator.drink(from: DrinkInput(json: value), now: now, defaultSource: "inbox"))
             }
         } catch {
             throw InboxFileError(error.at(line: number))
-        }
-    }
-
-    private struct LineKind: Decodable {
-        var isDeletion: Bool
-        enum Key: String, CodingKey { case delete }
-        init(from decoder: any Decoder) throws {
-            isDeletion = try decoder.container(keyedBy: Key.self).contains(.delete)
         }
     }
 
@@ -143,23 +137,45 @@ struct FileDocument: Decodable {
             isArray = true
             return
         }
-        guard let c = try? decoder.container(keyedBy: Key.self) else {
-            throw InboxFileError("file must hold an array of drinks or {\"drinks\": [...], \"deleted\": [...]}")
-        }
-        guard c.contains(.drinks) || c.contains(.deleted) else {
-            throw InboxFileError("file must hold an array of drinks or {\"drinks\": [...], \"deleted\": [...]}")
+        guard let c = try? decoder.container(keyedBy: Key.self), c.contains(.drinks) || c.contains(.deleted) else {
+            throw InboxFileError(Self.shapeError)
         }
         do {
             drinks = try c.decodeIfPresent([Lenient<DrinkInput>].self, forKey: .drinks)?.map(\.value) ?? []
         } catch {
-            throw InboxFileError("drinks must be an array of drink objects", field: "drinks")
+            throw InboxFileError(Self.drinksError, field: "drinks")
         }
         do {
             deleted = try c.decodeIfPresent([Lenient<DeletionInput>].self, forKey: .deleted)?.map(\.value) ?? []
         } catch {
-            throw InboxFileError("deleted must be an array of deletion objects", field: "deleted")
+            throw InboxFileError(Self.deletedError, field: "deleted")
         }
     }
+
+    /// The same document read by `JSONReader`, with the same rules.
+    init(json value: JSONValue) throws(InboxFileError) {
+        if case .array(let items) = value {
+            drinks = BatchDecoder.objects(DrinkInput.self, items)
+            isArray = true
+            return
+        }
+        guard case .object = value, value[member: "drinks"] != nil || value[member: "deleted"] != nil else {
+            throw InboxFileError(Self.shapeError)
+        }
+        func elements<T: JSONObjectInput>(_ key: String, _: T.Type, _ message: String) throws(InboxFileError) -> [T?] {
+            switch value[member: key] {
+            case nil, .null?: return []
+            case .array(let items)?: return BatchDecoder.objects(T.self, items)
+            default: throw InboxFileError(message, field: key)
+            }
+        }
+        drinks = try elements("drinks", DrinkInput.self, Self.drinksError)
+        deleted = try elements("deleted", DeletionInput.self, Self.deletedError)
+    }
+
+    static let shapeError = "file must hold an array of drinks or {\"drinks\": [...], \"deleted\": [...]}"
+    static let drinksError = "drinks must be an array of drink objects"
+    static let deletedError = "deleted must be an array of deletion objects"
 }
 
 /// Reads a JSON Lines file chunk by chunk, in order: memory is one read

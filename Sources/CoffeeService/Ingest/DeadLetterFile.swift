@@ -28,22 +28,21 @@ public final class DeadLetterFile: @unchecked Sendable {
     /// Appends `entries` and fsyncs once.
     public func append(_ entries: [Entry]) throws {
         guard !entries.isEmpty else { return }
-        var text = ""
+        var bytes: [UInt8] = []
         for e in entries {
             JSONValue.object([
                 ("at", .string(RFC3339.string(e.at))),
                 ("reason", .string(e.reason)),
                 ("topic", .string(e.topic)),
                 ("body", .string(e.body.base64EncodedString())),
-            ]).write(to: &text)
-            text += "\n"
+            ]).write(to: &bytes)
+            bytes.append(0x0A)
         }
         lock.lock()
         defer { lock.unlock() }
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640)
         guard fd >= 0 else { throw DurableFile.Failure(path: path, operation: "opening", errno: errno) }
         defer { close(fd) }
-        var bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }

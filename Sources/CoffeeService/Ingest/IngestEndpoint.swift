@@ -15,6 +15,10 @@ public final class IngestEndpoint: Sendable {
     /// Stop reading (and let ZeroMQ queue) while this many changes await commit.
     static let maxBacklog = 200_000
     static let messagesPerWake = 4096
+    /// A batch is handed to the store once it holds this many changes, so
+    /// that commits stay under `HealthStore.announceLimit` and are announced
+    /// whole (100-event messages made batches of 400,000, read back in pages).
+    static let changesPerBatch = 5000
 
     private let loop = SocketLoop<Int>(name: "ingest")
     private let counters: ServiceCounters
@@ -86,6 +90,10 @@ public final class IngestEndpoint: Sendable {
                 }
             } catch {
                 rejected.append(.init(at: now, reason: error.description, topic: topic ?? "", body: body))
+            }
+            if batch.count >= Self.changesPerBatch {
+                submit(batch, store)
+                batch = WriteBatch()
             }
         }
         if !batch.isEmpty { submit(batch, store) }

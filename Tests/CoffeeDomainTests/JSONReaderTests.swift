@@ -1,0 +1,135 @@
+import Foundation
+import Testing
+
+@testable import CoffeeDomain
+
+@Suite("JSONReader: strict RFC 8259, agreeing with Foundation")
+struct JSONReaderTests {
+    static let valid: [(String, JSONValue)] = [
+        (#"{}"#, .object([])),
+        (#"[]"#, .array([])),
+        (#" { "a" : [ 1 , -2 , 3.5 , 1e3 , -0.25E-2 ] } "#,
+         .object([("a", .array([.int(1), .int(-2), .double(3.5), .double(1000), .double(-0.0025)]))])),
+        (#"[true,false,null]"#, .array([.bool(true), .bool(false), .null])),
+        (#""a\u00e9\ud83d\ude00\n\t\"\\\/""#, .string("aé😀\n\t\"\\/")),
+        ("\"caf\u{e9} \u{1F600}\"", .string("café 😀")),
+        (#"9223372036854775807"#, .int(.max)),
+        (#"9223372036854775808"#, .double(9_223_372_036_854_775_808)),
+        (#"{"a":1,"a":2}"#, .object([("a", .int(1)), ("a", .int(2))])),
+        ("\u{FEFF}{\"bom\":0}", .object([("bom", .int(0))])),
+        (#"0"#, .int(0)),
+        (#"-0.0"#, .double(-0.0)),
+    ]
+
+    static let invalid: [String] = [
+        "", " ", "{", "[1,]", #"{"a":1,}"#, "01", "1.", "-", ".5", "1e", "+1", #""\x""#, "\"\u{01}\"",
+        #""\ud800""#, #""\udc00x""#, #""\u12g4""#, "tru", "nul", "[1 2]", #"{"a" 1}"#, "{1:2}", #""abc"#, "1 2",
+        "[1]]", "NaN", "Infinity", "1e999", "'a'", #"{"a":}"#,
+    ]
+
+    @Test(arguments: valid.indices) func readsValidText(_ i: Int) throws {
+        let (text, expected) = Self.valid[i]
+        let value = try JSONReader.parse(Data(text.utf8))
+        #expect(value == expected, "\(text)")
+        // Foundation agrees that it is JSON.
+        #expect((try? JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)) != nil)
+    }
+
+    /// What `JSONValue` writes, the reader reads back unchanged, control
+    /// characters and all of Unicode included.
+    @Test func writerAndReaderRoundTrip() throws {
+        let all = (0..<0x80).map { Character(Unicode.Scalar(UInt8($0))) }
+        let value = JSONValue.object([
+            ("ascii", .string(String(all))), ("unicode", .string("é😀\u{2028}")), ("n", .double(0.1)), ("i", .int(-7)),
+            ("nested", .array([.null, .bool(true), .object([])])),
+        ])
+        #expect(try JSONReader.parse(value.data()) == value)
+        let foundation = try JSONSerialization.jsonObject(with: value.data()) as? [String: Any]
+        #expect(foundation?["ascii"] as? String == String(all))
+    }
+
+    @Test(arguments: invalid) func refusesInvalidText(_ text: String) {
+        #expect(throws: JSONReader.SyntaxError.self, "\(text)") { try JSONReader.parse(Data(text.utf8)) }
+        // Foundation agrees, but for a number too large (which it reads as
+        // infinity) and trailing commas (which RFC 8259 does not allow, and
+        // Python's json, a common publisher, refuses too).
+        let foundationAccepts = ["1e999", "[1,]", #"{"a":1,}"#]
+        #expect(
+            (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)) == nil
+                || foundationAccepts.contains(text))
+    }
+
+    @Test func refusesInvalidUTF8InStringsAndSaysWhere() {
+        var bytes = Array(#"{"source":"x"#.utf8)
+        bytes.append(0xFF)
+        bytes += Array(#""}"#.utf8)
+        #expect(throws: JSONReader.SyntaxError(message: "string is not valid UTF-8", offset: 10)) {
+            try JSONReader.parse(Data(bytes))
+        }
+    }
+
+    @Test func refusesDeepNestingWithoutExhaustingTheStack() {
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        #expect(throws: JSONReader.SyntaxError.self) { try JSONReader.parse(Data(deep.utf8)) }
+        let fine = String(repeating: "[", count: JSONReader.maxDepth) + String(repeating: "]", count: JSONReader.maxDepth)
+        #expect((try? JSONReader.parse(Data(fine.utf8))) != nil)
+    }
+
+    @Test func errorsNameTheProblemAndTheByte() {
+        #expect(throws: JSONReader.SyntaxError(message: "expected ',' or '}' in object, found 'x'", offset: 7)) {
+            try JSONReader.parse(Data(#"{"a":1 x}"#.utf8))
+        }
+    }
+
+    /// The drink and deletion fields read from JSON by `JSONReader` validate
+    /// exactly as those read by `JSONDecoder` through `Decodable` (the
+    /// property-list path): same drink, or same error.
+    @Test func drinkFieldsAgreeWithTheDecodablePath() throws {
+        let uuid = "6B1A4C2E-8F3D-4E5A-9B7C-1D2E3F4A5B6C"
+        let objects = [
+            #"{"uuid":"\#(uuid)","mgCaffeine":95.5,"date":"2026-11-29T08:00:00Z"}"#,
+            #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":1796025600,"version":3,"type":"espresso","source":"s"}"#,
+            #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":1796025600.25,"version":2.5}"#,
+            #"{"uuid":"\#(uuid)","mgCaffeine":"95","date":"2026-11-29T08:00:00Z"}"#,
+            #"{"uuid":"\#(uuid)","mgCaffeine":null,"date":"2026-11-29T08:00:00Z"}"#,
+            #"{"uuid":42,"mgCaffeine":95,"date":"2026-11-29T08:00:00Z"}"#,
+            #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":true}"#,
+            #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"yesterday"}"#,
+            #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00Z","type":7}"#,
+            #"{"uuid":"\#(uuid)","mgCaffeine":-1,"date":"2026-11-29T08:00:00Z"}"#,
+            #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00Z","extra":{"x":[1,2]}}"#,
+            #"{"mgCaffeine":95,"date":"2026-11-29T08:00:00Z"}"#,
+            #"{}"#,
+        ]
+        let validator = DrinkValidator()
+        let now = RFC3339.parse("2026-11-29T12:00:00Z")!
+        func outcome(_ input: DrinkInput) -> String {
+            do throws(ValidationError) {
+                return "\(try validator.drink(from: input, now: now, defaultSource: "bus"))"
+            } catch {
+                return error.description
+            }
+        }
+        for text in objects {
+            let viaDecodable = try JSONDecoder().decode(DrinkInput.self, from: Data(text.utf8))
+            let viaReader = DrinkInput(json: try JSONReader.parse(Data(text.utf8)))
+            #expect(outcome(viaReader) == outcome(viaDecodable), "\(text)")
+        }
+        let deletions = [
+            #"{"uuid":"\#(uuid)","version":4}"#, #"{"delete":"\#(uuid)"}"#, #"{"delete":7}"#, #"{"uuid":null,"delete":null}"#,
+            #"{"uuid":"\#(uuid)","version":"4"}"#, #"{}"#,
+        ]
+        func outcome(_ input: DeletionInput) -> String {
+            do throws(ValidationError) {
+                return "\(try validator.deletion(from: input))"
+            } catch {
+                return error.description
+            }
+        }
+        for text in deletions {
+            let viaDecodable = try JSONDecoder().decode(DeletionInput.self, from: Data(text.utf8))
+            let viaReader = DeletionInput(json: try JSONReader.parse(Data(text.utf8)))
+            #expect(outcome(viaReader) == outcome(viaDecodable), "\(text)")
+        }
+    }
+}
