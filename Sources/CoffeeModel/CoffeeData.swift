@@ -100,7 +100,7 @@ public actor CoffeeData {
     /// Tells observers and saves the cache: the seed's `drinksUpdated()`.
     private func drinksUpdated() async {
         for continuation in observers.values { continuation.yield(anchor) }
-        await cache?.schedule(from: self)
+        cache?.schedule(from: self)
     }
 
     /// Ends the observer streams.

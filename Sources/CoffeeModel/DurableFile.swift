@@ -23,7 +23,12 @@ public enum DurableFile {
     }
 
     /// Replaces the file at `url` with `data`, atomically and durably.
-    public static func write(_ data: Data, to url: URL) throws {
+    ///
+    /// - Parameter durable: false for a file that may be lost or stale after
+    ///   a crash (a cache whose reader checks it): the replacement stays
+    ///   atomic, but nothing is fsynced, so it puts no flush in the way of
+    ///   the store's commits.
+    public static func write(_ data: Data, to url: URL, durable: Bool = true) throws {
         let folder = url.deletingLastPathComponent().path
         let temp = folder + "/." + url.lastPathComponent + ".\(getpid()).tmp"
         let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -43,7 +48,7 @@ public enum DurableFile {
                 offset += n
             }
         }
-        if ok && fsync(fd) != 0 { failure = Failure(path: temp, operation: "syncing", errno: errno) }
+        if ok && durable && fsync(fd) != 0 { failure = Failure(path: temp, operation: "syncing", errno: errno) }
         close(fd)
         if let failure {
             unlink(temp)
@@ -54,7 +59,7 @@ public enum DurableFile {
             unlink(temp)
             throw Failure(path: url.path, operation: "renaming into", errno: e)
         }
-        try syncFolder(folder)
+        if durable { try syncFolder(folder) }
     }
 
     /// fsyncs a folder, making renames and creations in it durable.

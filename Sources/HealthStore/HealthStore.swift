@@ -54,6 +54,15 @@ public actor HealthStore {
     private var pending: [Pending] = []
     private var flushScheduled = false
     private var subscribers: [UUID: AsyncStream<CommittedBatch>.Continuation] = [:]
+    private var observers: [CommitObserver] = []
+
+    /// Called on the store's thread right after each durable commit, in
+    /// commit order, with a reader of the store's changes for paging through a
+    /// commit too large to carry its changes (`since`, `limit`; up to the
+    /// commit's anchor). It must only queue work, never block.
+    public typealias CommitObserver = @Sendable (
+        _ batch: CommittedBatch, _ page: (_ since: Int64, _ limit: Int) throws -> ChangeSet
+    ) -> Void
 
     /// Opens the store at `configuration.path`, creating or migrating it.
     ///
@@ -117,7 +126,9 @@ public actor HealthStore {
             state.scheduled = true
             return true
         }
-        if schedule { Task { await self.takeSubmitted() } }
+        // Straight onto the store's thread, not through a Task (which would
+        // wake a pool thread only to hop here).
+        if schedule { executor.run { self.assumeIsolated { $0.takeSubmitted() } } }
     }
 
     private struct Submitted: Sendable {
@@ -260,6 +271,9 @@ public actor HealthStore {
         guard let anchor = changes.anchor else { return }
         currentAnchor = anchor
         let batch = changes.committed(previousAnchor: previous, anchor: anchor)
+        for observer in observers {
+            observer(batch) { since, limit in try self.changes(since: since, limit: limit, through: anchor) }
+        }
         for continuation in subscribers.values { continuation.yield(batch) }
     }
 
@@ -402,6 +416,14 @@ public actor HealthStore {
 
     private func unsubscribe(_ id: UUID) { subscribers[id] = nil }
 
+    /// Calls `observer` after every durable commit from now on, on the
+    /// store's thread: for a consumer that only queues, such as the
+    /// broadcaster, this saves the thread wake-up an update stream costs
+    /// per commit.
+    public func observeCommits(_ observer: @escaping CommitObserver) {
+        observers.append(observer)
+    }
+
     // MARK: Maintenance
 
     /// Removes tombstones older than the retention period and remembers the
@@ -438,6 +460,7 @@ public actor HealthStore {
         flushAll()
         for continuation in subscribers.values { continuation.finish() }
         subscribers = [:]
+        observers = []
         statements.finalize()
         if let db { try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
         db = nil

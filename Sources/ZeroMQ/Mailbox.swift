@@ -39,16 +39,19 @@ public final class Mailbox<Message: Sendable>: Sendable {
     /// Queues `message`; false (and counted) when the mailbox is full.
     @discardableResult
     public func post(_ message: Message) -> Bool {
-        let accepted = queue.withLock { q -> Bool in
-            guard q.count < capacity else { return false }
+        // Only the post that finds the queue empty writes to the pipe: the
+        // owner takes the whole queue once woken, so one byte per message
+        // was a system call per message for nothing.
+        let (accepted, wasEmpty) = queue.withLock { q -> (Bool, Bool) in
+            guard q.count < capacity else { return (false, false) }
             q.append(message)
-            return true
+            return (true, q.count == 1)
         }
         guard accepted else {
             droppedCount.add(1, ordering: .relaxed)
             return false
         }
-        wake()
+        if wasEmpty { wake() }
         return true
     }
 

@@ -40,8 +40,10 @@ enum Bodies {
     }
 
     /// A drink dated somewhere in the past year.
-    static func historical() -> String {
-        drink(date: RFC3339.string(Date().addingTimeInterval(-Double.random(in: 60...(365 * 86_400)))))
+    static func historical() -> String { drink(date: historicalDate()) }
+
+    static func historicalDate() -> String {
+        RFC3339.string(Date().addingTimeInterval(-Double.random(in: 60...(365 * 86_400))))
     }
 
     static func drinks(_ n: Int) -> String { "[" + (0..<n).map { _ in historical() }.joined(separator: ",") + "]" }

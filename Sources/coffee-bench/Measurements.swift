@@ -15,10 +15,12 @@ final class PacedSender: @unchecked Sendable {
     let sent = Mutex<[String: Double]>([:])
     let count: Int
 
-    init(_ pub: ZMQSocket, count: Int, rate: Double) {
+    /// - Parameter recent: date every drink in the last hour, so that all of
+    ///   them land in the model's window (and its cache); otherwise over the past year.
+    init(_ pub: ZMQSocket, count: Int, rate: Double, recent: Bool = false) {
         self.count = count
         let ids = (0..<count).map { _ in UUID() }
-        let bodies = ids.map { Data(Bodies.drink($0).utf8) }
+        let bodies = ids.map { Data(Bodies.drink($0, date: recent ? Bodies.recent : Bodies.historicalDate()).utf8) }
         let topic = Data("drink.add".utf8)
         let handoff = Handoff(pub)
         let t0 = now()
@@ -271,11 +273,11 @@ struct Bench {
         var cpuPercent: Double
     }
 
-    func steady(rate: Double, seconds: Double) throws -> Steady {
+    func steady(rate: Double, seconds: Double, recent: Bool = false) throws -> Steady {
         try live("latency") { s, subs, pub, base in
             let cpu0 = s.cpuSeconds
             let t0 = now()
-            let sender = PacedSender(pub, count: Int(rate * seconds), rate: rate)
+            let sender = PacedSender(pub, count: Int(rate * seconds), rate: rate, recent: recent)
             var latencies: [Double] = []
             _ = try waitForAnchor(subs[0], base + Int64(sender.count)) { msg, t in latencies += sender.lags(msg, receivedAt: t) }
             let cpu = s.cpuSeconds - cpu0
@@ -300,6 +302,31 @@ struct Bench {
             times.append((now() - t) * 1000)
         }
         return (percentile(times, 0.5), percentile(times, 0.99))
+    }
+
+    /// Baseline for CPU at a steady rate: what `rate` small writes, each
+    /// followed by fdatasync (as SQLite commits in WAL mode), cost one thread
+    /// per second of wall time, in % of a core. Nothing else runs.
+    func fsyncCPU(rate: Double, seconds: Double) throws -> Double {
+        let dir = folder("fsync-cpu")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let fd = open(dir.appendingPathComponent("f").path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        defer { close(fd) }
+        let line = Array(Bodies.drink().utf8)
+        func threadCPU() -> Double {
+            var ts = timespec()
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+            return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+        }
+        let c0 = threadCPU()
+        let t0 = now()
+        for i in 0..<Int(rate * seconds) {
+            let due = t0 + Double(i) / rate
+            while now() < due { usleep(UInt32(max(0, min(1000, (due - now()) * 1e6)))) }
+            _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            fdatasync(fd)
+        }
+        return (threadCPU() - c0) / (now() - t0) * 100
     }
 
     // MARK: 3. Inbox import

@@ -1,6 +1,7 @@
 import CoffeeDomain
 import Foundation
 import SQLite
+import Synchronization
 import Testing
 
 @testable import HealthStore
@@ -220,6 +221,39 @@ struct StoreDurabilityTests {
         _ = try await store.save([drink()])
         let db = try Database(path: dir.storePath)
         #expect(try db.text("PRAGMA journal_mode") == "wal")
+        await store.close()
+    }
+}
+
+@Suite("ThreadExecutor")
+struct ThreadExecutorTests {
+    @Test func closuresRunOnItsThreadInOrderAndKnowIt() async {
+        let executor = ThreadExecutor(name: "test-executor")
+        #expect(executor.isIsolatingCurrentContext() == false)
+        let seen = await withCheckedContinuation { (done: CheckedContinuation<[Bool], Never>) in
+            let log = Mutex<[Bool]>([])
+            for i in 0..<3 {
+                executor.run {
+                    log.withLock { $0.append(executor.isIsolatingCurrentContext() == true && $0.count == i) }
+                    if i == 2 { done.resume(returning: log.withLock { $0 }) }
+                }
+            }
+        }
+        #expect(seen == [true, true, true])
+        executor.stop()
+    }
+
+    /// `submit` hands its batch to the store's thread without a Task; the
+    /// completion still runs once the commit is durable.
+    @Test func submittedBatchCommitsWithoutClose() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let result = await withCheckedContinuation { (done: CheckedContinuation<Int, Never>) in
+            store.submit(WriteBatch(drinks: [drink(), drink()])) { done.resume(returning: (try? $0.get())?.added ?? -1) }
+        }
+        #expect(result == 2)
+        #expect(await store.anchor == 2)
         await store.close()
     }
 }

@@ -54,7 +54,6 @@ public final class CoffeeTrackerService: Sendable {
         // Subscribe downstream before any input can commit, so that no commit
         // between start-up and the first message goes unannounced or unfollowed.
         let followedUpdates = await store.updates()
-        let announcedUpdates = await store.updates()
 
         let context = ZMQContext()
         let validator = DrinkValidator(limits: c.limits)
@@ -64,6 +63,9 @@ public final class CoffeeTrackerService: Sendable {
             isShuttingDown: { [self] in self.shuttingDown.load(ordering: .relaxed) })
         let query = QueryEndpoint()
         let broadcaster = Broadcaster(counters: counters)
+        // Each commit is queued for publishing from the store's own thread
+        // (what is queued before the publisher starts waits for it).
+        await store.observeCommits { batch, page in broadcaster.announce(batch, page: page) }
         let ingest = IngestEndpoint(counters: counters, deadLetters: DeadLetterFile(path: c.deadLetterPath))
         /// Undoes a partial start; every part tolerates never having started.
         func abandon(_ error: any Error, _ what: String) async -> StartupError {
@@ -114,12 +116,9 @@ public final class CoffeeTrackerService: Sendable {
         }
         writeEndpoints(ingest: ingest.boundEndpoints, updates: broadcaster.boundEndpoints, query: query.boundEndpoints)
 
-        // Downstream of the commit: the model follows the store, the
-        // broadcaster announces each commit, the model is published coalesced.
+        // Downstream of the commit: the model follows the store and is
+        // published coalesced (the broadcaster observes commits directly).
         let follower = Task { await controller.follow(followedUpdates) }
-        let announcer = Task {
-            for await batch in announcedUpdates { await broadcaster.announce(batch, store: store) }
-        }
         let modelChanges = await model.changes()
         let interval = Duration.milliseconds(c.modelIntervalMs)
         let modelPublisher = Task {
@@ -163,7 +162,6 @@ public final class CoffeeTrackerService: Sendable {
         await query.stop()
         await store.close()
         await follower.value
-        await announcer.value
         refresher.cancel()
         purger.cancel()
         modelPublisher.cancel()

@@ -12,9 +12,11 @@ import ZeroMQ
 /// thread that falls behind drops from the mailbox, counted; neither ever
 /// slows the store. Heartbeats come from the loop's own timer.
 public final class Broadcaster: Sendable {
-    struct Outgoing: Sendable {
-        var topic: String
-        var body: Data
+    enum Outgoing: Sendable {
+        case message(topic: String, body: Data)
+        /// A `changes` message, encoded on the publisher's thread rather
+        /// than on the store's, which queues it.
+        case changes(anchor: Int64, previousAnchor: Int64, added: [Drink], deleted: [Tombstone])
     }
 
     private let loop: SocketLoop<Outgoing>
@@ -59,7 +61,14 @@ public final class Broadcaster: Sendable {
                 },
                 received: { messages in
                     for m in messages {
-                        _ = try? socket.send([Data(m.topic.utf8), m.body], dontWait: true)
+                        switch m {
+                        case .message(let topic, let body):
+                            _ = try? socket.send([Data(topic.utf8), body], dontWait: true)
+                        case .changes(let anchor, let previousAnchor, let added, let deleted):
+                            let body = Self.changesMessage(
+                                anchor: anchor, previousAnchor: previousAnchor, added: added, deleted: deleted)
+                            _ = try? socket.send([Data("changes".utf8), body.data()], dontWait: true)
+                        }
                     }
                 },
                 tick: {
@@ -80,41 +89,45 @@ public final class Broadcaster: Sendable {
 
     /// Queues a message; never blocks. Drops (counted) when the queue is full.
     public func publish(_ topic: String, _ body: JSONValue, anchor newAnchor: Int64) {
+        post(.message(topic: topic, body: body.data()), anchor: newAnchor)
+    }
+
+    private func post(_ outgoing: Outgoing, anchor newAnchor: Int64) {
         anchor.store(max(anchor.load(ordering: .relaxed), newAnchor), ordering: .relaxed)
-        if !loop.mailbox.post(Outgoing(topic: topic, body: body.data())) {
+        if !loop.mailbox.post(outgoing) {
             ServiceCounters.bump(counters.updatesDropped)
         }
     }
 
-    /// Publishes a commit as `changes`. A commit too large to carry its
-    /// changes is read back from the store in pages and published as several
-    /// messages whose anchors chain (`previousAnchor` of each is the `anchor`
-    /// of the one before), so no message grows with the commit.
-    public func announce(_ batch: CommittedBatch, store: HealthStore, pageSize: Int = 5000) async {
+    /// Publishes a commit as `changes`: a `HealthStore.CommitObserver`, so
+    /// it runs on the store's thread and only queues. A commit too large to
+    /// carry its changes is read back with `page` and published as several
+    /// messages whose anchors chain (`previousAnchor` of each is the
+    /// `anchor` of the one before), so no message grows with the commit.
+    public func announce(
+        _ batch: CommittedBatch, page: (_ since: Int64, _ limit: Int) throws -> ChangeSet, pageSize: Int = 5000
+    ) {
         guard !batch.isComplete else {
-            publish(
-                "changes",
-                Self.changesMessage(
-                    anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: batch.added, deleted: batch.deleted),
+            post(
+                .changes(anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: batch.added, deleted: batch.deleted),
                 anchor: batch.anchor)
             return
         }
         var previous = batch.previousAnchor
         while previous < batch.anchor {
-            let page: ChangeSet
+            let changes: ChangeSet
             do {
-                page = try await store.changes(since: previous, limit: pageSize, through: batch.anchor)
+                changes = try page(previous, pageSize)
             } catch {
                 // Closed or expired: subscribers see the gap and resync.
                 logger.warning("could not page a large commit", ["error": "\(error)", "anchor": "\(batch.anchor)"])
                 return
             }
-            publish(
-                "changes",
-                Self.changesMessage(anchor: page.anchor, previousAnchor: previous, added: page.added, deleted: page.deleted),
-                anchor: page.anchor)
-            previous = page.anchor
-            if !page.hasMore { break }
+            post(
+                .changes(anchor: changes.anchor, previousAnchor: previous, added: changes.added, deleted: changes.deleted),
+                anchor: changes.anchor)
+            previous = changes.anchor
+            if !changes.hasMore { break }
         }
     }
 
