@@ -67,21 +67,25 @@ public actor HealthKitController {
     }
 
     /// Applies each committed batch; catches up through `changes` (paged)
-    /// when a batch does not follow on from the model's anchor, or was too
-    /// large to carry its changes.
+    /// when a batch does not follow on from the model's anchor. A commit too
+    /// large to carry its changes (an import) rebuilds the window instead:
+    /// reading back a million changes to keep the few dated today cost the
+    /// store's thread more than the import itself.
     public func follow(_ updates: AsyncStream<CommittedBatch>) async {
         for await batch in updates {
             let current = await model.anchor
             if batch.anchor <= current { continue }
-            if batch.previousAnchor == current && batch.isComplete {
-                await model.updateModel(
-                    newDrinks: batch.added, deletedDrinks: Set(batch.deleted.map(\.uuid)), anchor: batch.anchor)
-            } else {
-                do {
+            do {
+                if !batch.isComplete {
+                    try await rebuild()
+                } else if batch.previousAnchor == current {
+                    await model.updateModel(
+                        newDrinks: batch.added, deletedDrinks: Set(batch.deleted.map(\.uuid)), anchor: batch.anchor)
+                } else {
                     try await loadNewData()
-                } catch {
-                    logger.error("could not catch up with the store", ["error": "\(error)"])
                 }
+            } catch {
+                logger.error("could not catch up with the store", ["error": "\(error)"])
             }
         }
     }

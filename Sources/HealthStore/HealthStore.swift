@@ -57,12 +57,8 @@ public actor HealthStore {
     private var observers: [CommitObserver] = []
 
     /// Called on the store's thread right after each durable commit, in
-    /// commit order, with a reader of the store's changes for paging through a
-    /// commit too large to carry its changes (`since`, `limit`; up to the
-    /// commit's anchor). It must only queue work, never block.
-    public typealias CommitObserver = @Sendable (
-        _ batch: CommittedBatch, _ page: (_ since: Int64, _ limit: Int) throws -> ChangeSet
-    ) -> Void
+    /// commit order. It must only queue work, never block.
+    public typealias CommitObserver = @Sendable (CommittedBatch) -> Void
 
     /// Opens the store at `configuration.path`, creating or migrating it.
     ///
@@ -271,9 +267,7 @@ public actor HealthStore {
         guard let anchor = changes.anchor else { return }
         currentAnchor = anchor
         let batch = changes.committed(previousAnchor: previous, anchor: anchor)
-        for observer in observers {
-            observer(batch) { since, limit in try self.changes(since: since, limit: limit, through: anchor) }
-        }
+        for observer in observers { observer(batch) }
         for continuation in subscribers.values { continuation.yield(batch) }
     }
 
@@ -382,6 +376,22 @@ public actor HealthStore {
             last = row.anchor
         }
         return ChangeSet(added: added, deleted: deleted, anchor: hasMore ? last : end, hasMore: hasMore)
+    }
+
+    /// `changes(since:limit:through:)` for a thread of its own that may
+    /// block (the publisher's): the read runs on the store's thread, queued
+    /// behind what is there, and this waits for it. Never call it from the
+    /// cooperative pool or from the store's own thread.
+    public nonisolated func changesWaiting(since: Int64?, limit: Int, through: Int64? = nil) throws -> ChangeSet {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<ChangeSet, any Error>?>(nil)
+        executor.run {
+            let r = Result { try self.assumeIsolated { try $0.changes(since: since, limit: limit, through: through) } }
+            result.withLock { $0 = r }
+            done.signal()
+        }
+        done.wait()
+        return try result.withLock { $0! }.get()
     }
 
     /// Live drinks dated in `range`, oldest first: what a model window needs.

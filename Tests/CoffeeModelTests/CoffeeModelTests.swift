@@ -1,6 +1,7 @@
 import CoffeeDomain
 import Foundation
 import HealthStore
+import Synchronization
 import Testing
 
 @testable import CoffeeModel
@@ -207,6 +208,35 @@ struct CoffeeDataTests {
         _ = try await controller.save(drinks: [a])
         for await anchor in changes where anchor == 1 { break }
         #expect(await m.drinks == [a])
+        await store.close()
+        await follower.value
+    }
+
+    /// A commit too large to carry its changes rebuilds the window from the
+    /// store: the model ends with exactly the drinks that count, at the
+    /// store's anchor, without reading back every change.
+    @Test func controllerRebuildsAfterACommitTooLargeToCarry() async throws {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let store = try f.store()
+        let m = f.model()
+        let controller = HealthKitController(store: store, model: m, cache: nil, clock: f.clock)
+        try await controller.load()
+        let updates = await store.updates()
+        let changes = await m.changes()
+        let follower = Task { await controller.follow(updates) }
+        let old = f.drink(-120)
+        _ = try await controller.save(drinks: [old])
+        for await anchor in changes where anchor == 1 { break }
+        let recent = f.drink(-30)
+        let history = (0..<HealthStore.announceLimit).map { i in f.drink(-Double(40 * 86_400 + i)) }
+        let batches = Mutex<[WriteBatch]>([
+            WriteBatch(drinks: history), WriteBatch(drinks: [recent]), WriteBatch(deletions: [Deletion(uuid: old.uuid)]),
+        ])
+        let result = try await store.applyStream { batches.withLock { $0.isEmpty ? nil : $0.removeFirst() } }
+        for await anchor in changes where anchor == result.anchor { break }
+        #expect(await m.drinks == [recent])
+        #expect(await m.anchor == Int64(HealthStore.announceLimit) + 3)
         await store.close()
         await follower.value
     }

@@ -1,5 +1,6 @@
 import CoffeeDomain
 import Foundation
+import Synchronization
 import HealthStore
 import Testing
 
@@ -96,6 +97,34 @@ struct InboxTests {
         }
     }
 
+    /// A close or rename event means the writer is done: the file imports at
+    /// once, however fresh. A scan leaves a fresh file for later, since it
+    /// may still be being written in place.
+    @Test func closedFilesImportAtOnceAndScannedFreshOnesWait() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ct-inbox-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let inbox = dir.appendingPathComponent("inbox")
+        try FileManager.default.createDirectory(at: inbox, withIntermediateDirectories: true)
+        let store = try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path))
+        let importer = InboxImporter(
+            inbox: inbox, parser: InboxFileParser(decoder: BatchDecoder()), store: store, counters: ServiceCounters(),
+            maxFileBytes: 1 << 20, clock: SystemClock(), settleTime: 3600)
+        try await importer.prepare()
+        for name in ["scanned.json", "closed.json"] {
+            let drink = #"[{"uuid":"\#(UUID())","mgCaffeine":5,"date":"2026-11-29T08:00:00Z"}]"#
+            try Data(drink.utf8).write(to: inbox.appendingPathComponent(name))
+        }
+        await importer.scan()
+        #expect(await store.anchor == 0)
+        await importer.handle([.file("closed.json")])
+        let processed = try FileManager.default.contentsOfDirectory(atPath: inbox.appendingPathComponent("processed").path)
+        #expect(processed == ["closed.json"])
+        #expect(FileManager.default.fileExists(atPath: inbox.appendingPathComponent("scanned.json").path))
+        #expect(await store.anchor == 1)
+        await importer.close()
+        await store.close()
+    }
+
     /// IN_Q_OVERFLOW (events lost) makes the importer rescan the folder. The
     /// overflow comes through an injected event source: a pipe carrying the
     /// kernel's record, so the machine's inotify limits are never touched.
@@ -133,5 +162,60 @@ struct InboxTests {
         #expect(await store.anchor == 3)
         await importer.close()
         await store.close()
+    }
+}
+
+@Suite("BatchHandoff: reading overlaps storing")
+struct BatchHandoffTests {
+    static func batch(_ n: Int) -> WriteBatch { WriteBatch(deletions: [Deletion(uuid: UUID(), version: Int64(n))]) }
+
+    @Test func batchesArriveInOrderThenTheEnd() throws {
+        let handoff = BatchHandoff(capacity: 2)
+        let produced = Mutex(0)
+        handoff.start(name: "test-reader") {
+            produced.withLock { n -> WriteBatch? in
+                guard n < 10 else { return nil }
+                n += 1
+                return Self.batch(n)
+            }
+        }
+        var versions: [Int64] = []
+        while let b = try handoff.take() { versions.append(b.deletions[0].version!) }
+        #expect(versions == Array(1...10))
+        #expect(try handoff.take() == nil)
+    }
+
+    @Test func theProducersErrorComesAfterWhatItReadBefore() throws {
+        let handoff = BatchHandoff(capacity: 2)
+        let produced = Mutex(0)
+        handoff.start(name: "test-reader") {
+            try produced.withLock { n throws -> WriteBatch? in
+                guard n < 3 else { throw InboxFileError("line 4: bad", line: 4) }
+                n += 1
+                return Self.batch(n)
+            }
+        }
+        for _ in 0..<3 { #expect(try handoff.take() != nil) }
+        #expect(throws: InboxFileError("line 4: bad", line: 4)) { try handoff.take() }
+    }
+
+    /// A taker that gives up (the store failed) stops an endless producer,
+    /// which never holds more than `capacity` batches.
+    @Test func abandonStopsTheProducer() async throws {
+        let handoff = BatchHandoff(capacity: 2)
+        let produced = Mutex(0)
+        handoff.start(name: "test-reader") {
+            produced.withLock { n -> WriteBatch? in
+                n += 1
+                return Self.batch(n)
+            }
+        }
+        _ = try handoff.take()
+        handoff.abandon()
+        try await Task.sleep(for: .milliseconds(100))
+        let after = produced.withLock { $0 }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(produced.withLock { $0 } == after)
+        #expect(after <= 4)  // 1 taken, 2 waiting, 1 refused
     }
 }

@@ -26,8 +26,9 @@ public actor InboxImporter {
     private let maxFileBytes: Int
     private let clock: any WallClock
     private let logger = Logger(label: "inbox")
-    /// A file modified this recently may still be open for writing; it is
-    /// left for its close event (or a later scan).
+    /// A file found by a scan and modified this recently may still be open
+    /// for writing; it is left for its close event (or a later scan). A
+    /// close or rename event says the writer is done, so it waits for nothing.
     private let settleTime: TimeInterval
     private var rescanScheduled = false
 
@@ -57,9 +58,12 @@ public actor InboxImporter {
     public func handle(_ events: [InboxEvent]) async {
         var names: [String] = []
         var rescan = false
+        var closed: Set<String> = []
         for event in events {
             switch event {
-            case .file(let name): if !names.contains(name) { names.append(name) }
+            case .file(let name):
+                if !names.contains(name) { names.append(name) }
+                closed.insert(name)
             case .created(let name):
                 var info = stat()
                 let isRegular = lstat(inbox.appendingPathComponent(name).path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
@@ -74,7 +78,7 @@ public actor InboxImporter {
         if rescan {
             await scan()
         } else {
-            for name in names { await importFile(named: name) }
+            for name in names { await importFile(named: name, writerDone: closed.contains(name)) }
         }
     }
 
@@ -85,7 +89,10 @@ public actor InboxImporter {
     }
 
     /// Imports one file, if it is one the inbox takes and it is still there.
-    public func importFile(named name: String) async {
+    ///
+    /// - Parameter writerDone: the file was closed after writing or renamed
+    ///   in, so it is complete however recently it was modified.
+    public func importFile(named name: String, writerDone: Bool = false) async {
         guard name != "processed", name != "failed", !InboxFileParser.isIgnored(name) else { return }
         let url = inbox.appendingPathComponent(name)
         var info = stat()
@@ -101,7 +108,7 @@ public actor InboxImporter {
             return refuse(name, InboxFileError("file is \(info.st_size) bytes; limits.maxFileBytes is \(maxFileBytes)"))
         }
         let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
-        if Date().timeIntervalSince1970 - modified < settleTime {
+        if !writerDone && Date().timeIntervalSince1970 - modified < settleTime {
             scheduleRescan()  // may still be written in place; its close event or this rescan picks it up
             return
         }
@@ -116,11 +123,16 @@ public actor InboxImporter {
         let count: Int
         do {
             if format == .jsonLines {
-                // Streamed into one transaction: memory is one chunk, and a
-                // bad line rolls the whole file back.
+                // Streamed into one transaction: memory is a few chunks, and
+                // a bad line rolls the whole file back. Lines are read and
+                // decoded on a thread of their own while the store writes
+                // the chunks before them.
                 let reader = JSONLinesReader(file: file, parser: parser, now: clock.now())
-                result = try await store.applyStream { try reader.next() }
-                count = reader.changesRead
+                let handoff = BatchHandoff()
+                handoff.start(name: "inbox-reader") { try reader.next() }
+                defer { handoff.abandon() }
+                result = try await store.applyStream { try handoff.take() }
+                count = reader.changesRead  // the reader is done: take() returned nil
             } else {
                 let batch = try parser.parse(try file.readToEnd() ?? Data(), format: format, now: clock.now())
                 result = try await store.apply(batch)

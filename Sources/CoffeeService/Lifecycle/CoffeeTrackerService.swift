@@ -65,7 +65,7 @@ public final class CoffeeTrackerService: Sendable {
         let broadcaster = Broadcaster(counters: counters)
         // Each commit is queued for publishing from the store's own thread
         // (what is queued before the publisher starts waits for it).
-        await store.observeCommits { batch, page in broadcaster.announce(batch, page: page) }
+        await store.observeCommits { batch in broadcaster.announce(batch, store: store) }
         let ingest = IngestEndpoint(counters: counters, deadLetters: DeadLetterFile(path: c.deadLetterPath))
         /// Undoes a partial start; every part tolerates never having started.
         func abandon(_ error: any Error, _ what: String) async -> StartupError {

@@ -17,6 +17,10 @@ public final class Broadcaster: Sendable {
         /// A `changes` message, encoded on the publisher's thread rather
         /// than on the store's, which queues it.
         case changes(anchor: Int64, previousAnchor: Int64, added: [Drink], deleted: [Tombstone])
+        /// A commit too large to carry its changes: read back from the store
+        /// page by page on the publisher's thread, so memory is one page and
+        /// the store's commit does not wait for it.
+        case pages(CommittedBatch, HealthStore)
     }
 
     private let loop: SocketLoop<Outgoing>
@@ -65,9 +69,9 @@ public final class Broadcaster: Sendable {
                         case .message(let topic, let body):
                             _ = try? socket.send([Data(topic.utf8), body], dontWait: true)
                         case .changes(let anchor, let previousAnchor, let added, let deleted):
-                            let body = Self.changesMessage(
-                                anchor: anchor, previousAnchor: previousAnchor, added: added, deleted: deleted)
-                            _ = try? socket.send([Data("changes".utf8), body.data()], dontWait: true)
+                            Self.sendChanges(socket, anchor: anchor, previousAnchor: previousAnchor, added: added, deleted: deleted)
+                        case .pages(let batch, let store):
+                            self.sendPages(socket, batch, store: store)
                         }
                     }
                 },
@@ -99,35 +103,44 @@ public final class Broadcaster: Sendable {
         }
     }
 
-    /// Publishes a commit as `changes`: a `HealthStore.CommitObserver`, so
-    /// it runs on the store's thread and only queues. A commit too large to
-    /// carry its changes is read back with `page` and published as several
-    /// messages whose anchors chain (`previousAnchor` of each is the
-    /// `anchor` of the one before), so no message grows with the commit.
-    public func announce(
-        _ batch: CommittedBatch, page: (_ since: Int64, _ limit: Int) throws -> ChangeSet, pageSize: Int = 5000
-    ) {
-        guard !batch.isComplete else {
+    /// Publishes a commit as `changes`. Called on the store's thread (a
+    /// `HealthStore.CommitObserver`), so it only queues; the message is
+    /// encoded on the publisher's thread.
+    public func announce(_ batch: CommittedBatch, store: HealthStore) {
+        if batch.isComplete {
             post(
                 .changes(anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: batch.added, deleted: batch.deleted),
                 anchor: batch.anchor)
-            return
+        } else {
+            post(.pages(batch, store), anchor: batch.anchor)
         }
+    }
+
+    private static func sendChanges(
+        _ socket: ZMQSocket, anchor: Int64, previousAnchor: Int64, added: [Drink], deleted: [Tombstone]
+    ) {
+        let body = changesMessage(anchor: anchor, previousAnchor: previousAnchor, added: added, deleted: deleted)
+        _ = try? socket.send([Data("changes".utf8), body.data()], dontWait: true)
+    }
+
+    /// A commit too large to carry its changes, read back from the store and
+    /// published as several messages whose anchors chain (`previousAnchor` of
+    /// each is the `anchor` of the one before), so no message grows with the
+    /// commit. Later messages wait in the mailbox, so order holds.
+    private func sendPages(_ socket: ZMQSocket, _ batch: CommittedBatch, store: HealthStore, pageSize: Int = 5000) {
         var previous = batch.previousAnchor
         while previous < batch.anchor {
-            let changes: ChangeSet
+            let page: ChangeSet
             do {
-                changes = try page(previous, pageSize)
+                page = try store.changesWaiting(since: previous, limit: pageSize, through: batch.anchor)
             } catch {
                 // Closed or expired: subscribers see the gap and resync.
                 logger.warning("could not page a large commit", ["error": "\(error)", "anchor": "\(batch.anchor)"])
                 return
             }
-            post(
-                .changes(anchor: changes.anchor, previousAnchor: previous, added: changes.added, deleted: changes.deleted),
-                anchor: changes.anchor)
-            previous = changes.anchor
-            if !changes.hasMore { break }
+            Self.sendChanges(socket, anchor: page.anchor, previousAnchor: previous, added: page.added, deleted: page.deleted)
+            previous = page.anchor
+            if !page.hasMore { break }
         }
     }
 
