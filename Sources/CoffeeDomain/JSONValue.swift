@@ -74,6 +74,18 @@ public indirect enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, 
     /// characters are escaped.
     static func quote(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Most strings (UUIDs, dates, sources) need no escape: copied whole.
+        let plain = s.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                return false
+            }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if plain == true {
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in s.utf8 {
             switch byte {
             case UInt8(ascii: "\""): out += #"\""#.utf8

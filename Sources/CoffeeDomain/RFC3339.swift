@@ -71,6 +71,14 @@ public enum RFC3339 {
 
     /// `2026-11-29T13:00:00.000Z`: UTC, milliseconds, rounded to the nearest.
     public static func string(_ date: Date) -> String {
+        var out = [UInt8]()
+        out.reserveCapacity(24)
+        write(date, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `string(date)`'s 24 bytes, appended to `out`.
+    public static func write(_ date: Date, into out: inout [UInt8]) {
         let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded())
         var days = totalMillis / 86_400_000
         var rest = totalMillis % 86_400_000
@@ -81,8 +89,6 @@ public enum RFC3339 {
         let (year, month, day) = civilFromDays(Int(days))
         let ms = Int(rest % 1000)
         let s = Int(rest / 1000)
-        var out = [UInt8]()
-        out.reserveCapacity(24)
         func put(_ v: Int, _ width: Int) {
             var divisor = 1
             for _ in 1..<width { divisor *= 10 }
@@ -100,7 +106,6 @@ public enum RFC3339 {
         put(s / 60 % 60, 2); out.append(UInt8(ascii: ":"))
         put(s % 60, 2); out.append(UInt8(ascii: "."))
         put(ms, 3); out.append(UInt8(ascii: "Z"))
-        return String(decoding: out, as: UTF8.self)
     }
 
     static func daysInMonth(year: Int, month: Int) -> Int {

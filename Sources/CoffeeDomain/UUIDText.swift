@@ -10,20 +10,20 @@ public enum UUIDText {
 
     /// The RFC 4122 text form, upper-case, as `uuidString` gives it.
     public static func string(_ uuid: UUID) -> String {
+        var out = [UInt8]()
+        out.reserveCapacity(36)
+        write(uuid, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `string(uuid)`'s 36 bytes, appended to `out`.
+    public static func write(_ uuid: UUID, into out: inout [UInt8]) {
         var raw = uuid.uuid
-        return withUnsafeBytes(of: &raw) { bytes in
-            String(unsafeUninitializedCapacity: 36) { out in
-                var o = 0
-                for (i, byte) in bytes.enumerated() {
-                    if i == 4 || i == 6 || i == 8 || i == 10 {
-                        out[o] = UInt8(ascii: "-")
-                        o += 1
-                    }
-                    out[o] = digits[Int(byte >> 4)]
-                    out[o + 1] = digits[Int(byte & 0x0F)]
-                    o += 2
-                }
-                return 36
+        withUnsafeBytes(of: &raw) { bytes in
+            for (i, byte) in bytes.enumerated() {
+                if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
+                out.append(digits[Int(byte >> 4)])
+                out.append(digits[Int(byte & 0x0F)])
             }
         }
     }

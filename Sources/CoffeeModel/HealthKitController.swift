@@ -79,8 +79,8 @@ public actor HealthKitController {
                 if !batch.isComplete {
                     try await rebuild()
                 } else if batch.previousAnchor == current {
-                    await model.updateModel(
-                        newDrinks: batch.added, deletedDrinks: Set(batch.deleted.map(\.uuid)), anchor: batch.anchor)
+                    let (added, deleted) = batch.resolved()
+                    await model.updateModel(newDrinks: added, deletedDrinks: Set(deleted.map(\.uuid)), anchor: batch.anchor)
                 } else {
                     try await loadNewData()
                 }

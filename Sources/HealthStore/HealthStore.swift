@@ -271,41 +271,26 @@ public actor HealthStore {
         for continuation in subscribers.values { continuation.yield(batch) }
     }
 
-    /// The changes of one commit, each UUID in its final state; past
-    /// `HealthStore.announceLimit` only the anchor is kept, so a huge commit
-    /// needs no memory in proportion to its size.
+    /// The changes of one commit, in order; past `HealthStore.announceLimit`
+    /// only the anchor is kept, so a huge commit needs no memory in
+    /// proportion to its size.
     private struct CommitChanges {
         var anchor: Int64?
-        var order: [UUID] = []
-        var final: [UUID: Change] = [:]
+        var log: [CommittedBatch.Change] = []
         var isComplete = true
 
-        enum Change { case added(Drink), deleted(Tombstone) }
-
-        mutating func record(_ uuid: UUID, _ change: Change, anchor: Int64) {
+        mutating func record(_ change: CommittedBatch.Change, anchor: Int64) {
             self.anchor = anchor
             guard isComplete else { return }
-            if final.updateValue(change, forKey: uuid) == nil { order.append(uuid) }
-            if order.count > HealthStore.announceLimit {
+            log.append(change)
+            if log.count > HealthStore.announceLimit {
                 isComplete = false
-                order = []
-                final = [:]
+                log = []
             }
         }
 
         func committed(previousAnchor: Int64, anchor: Int64) -> CommittedBatch {
-            guard isComplete else {
-                return CommittedBatch(anchor: anchor, previousAnchor: previousAnchor, added: [], deleted: [], isComplete: false)
-            }
-            var added: [Drink] = []
-            var deleted: [Tombstone] = []
-            for uuid in order {
-                switch final[uuid]! {
-                case .added(let d): added.append(d)
-                case .deleted(let t): deleted.append(t)
-                }
-            }
-            return CommittedBatch(anchor: anchor, previousAnchor: previousAnchor, added: added, deleted: deleted)
+            CommittedBatch(anchor: anchor, previousAnchor: previousAnchor, log: log, isComplete: isComplete)
         }
     }
 
@@ -320,7 +305,7 @@ public actor HealthStore {
             if try statements.upsert(drink, anchor: next + 1, now: now) {
                 next += 1
                 result.added += 1
-                changes.record(drink.uuid, .added(drink), anchor: next)
+                changes.record(.added(drink), anchor: next)
             } else {
                 result.duplicates += 1
             }
@@ -341,7 +326,7 @@ public actor HealthStore {
             }
             next += 1
             try statements.tombstone(deletion.uuid, version: version, anchor: next, now: now)
-            changes.record(deletion.uuid, .deleted(Tombstone(uuid: deletion.uuid, version: version)), anchor: next)
+            changes.record(.deleted(Tombstone(uuid: deletion.uuid, version: version)), anchor: next)
         }
         return result
     }

@@ -7,32 +7,72 @@ import SQLite
 enum StoreSchema {
     /// "CofT" in ASCII.
     static let applicationID: Int64 = 0x436F_6654
-    static let currentVersion: Int64 = 1
+    static let currentVersion: Int64 = 2
 
-    /// Version n's step brings a database from version n-1 to n.
-    static let migrations: [Int64: String] = [
-        1: """
+    /// The current schema, for a new file.
+    ///
+    /// Version 2 keys records by anchor (the rowid) with a unique index on
+    /// the UUID: a new drink appends to the table and adds a narrow entry to
+    /// the UUID index. Version 1 kept whole rows in a B-tree keyed by random
+    /// UUIDs, so every insert landed on a random leaf and split full-width
+    /// pages. See the README's benchmarks for the before/after.
+    static let schema = """
         CREATE TABLE meta(
             key   TEXT PRIMARY KEY,
             value INTEGER NOT NULL
         ) WITHOUT ROWID;
         INSERT INTO meta(key, value) VALUES ('anchor', 0), ('purged_anchor', 0);
+        \(recordsV2)
+        """
 
-        -- One row per UUID: a live drink or a tombstone.
+    /// One row per UUID: a live drink or a tombstone, at the anchor of the
+    /// change that wrote it.
+    static let recordsV2 = """
         CREATE TABLE records(
-            uuid       BLOB PRIMARY KEY,     -- 16 bytes
+            anchor     INTEGER PRIMARY KEY,  -- anchor of the change that wrote this row
+            uuid       BLOB NOT NULL UNIQUE, -- 16 bytes
             version    INTEGER NOT NULL,
             deleted    INTEGER NOT NULL,     -- 0 live, 1 tombstone
-            anchor     INTEGER NOT NULL,     -- anchor of the change that wrote this row
             date_ms    INTEGER,              -- drink date, ms since 1970 (NULL for tombstones)
             mg         REAL,
             type       TEXT,
             source     TEXT,
             changed_ms INTEGER NOT NULL      -- wall time of that change, for tombstone retention
+        );
+        CREATE INDEX live_by_date ON records(date_ms) WHERE deleted = 0;
+        CREATE INDEX tombstones_by_time ON records(changed_ms) WHERE deleted = 1;
+        """
+
+    /// Version 1's records table, kept so that tests can build a version-1 file.
+    static let recordsV1 = """
+        CREATE TABLE records(
+            uuid       BLOB PRIMARY KEY,
+            version    INTEGER NOT NULL,
+            deleted    INTEGER NOT NULL,
+            anchor     INTEGER NOT NULL,
+            date_ms    INTEGER,
+            mg         REAL,
+            type       TEXT,
+            source     TEXT,
+            changed_ms INTEGER NOT NULL
         ) WITHOUT ROWID;
         CREATE UNIQUE INDEX records_by_anchor ON records(anchor);
         CREATE INDEX live_by_date ON records(date_ms) WHERE deleted = 0;
         CREATE INDEX tombstones_by_time ON records(changed_ms) WHERE deleted = 1;
+        """
+
+    /// Step n brings a database from version n-1 to n. (Version 1 files
+    /// were created whole; a new file gets `schema`.)
+    static let migrations: [Int64: String] = [
+        2: """
+        ALTER TABLE records RENAME TO records_v1;
+        DROP INDEX records_by_anchor;
+        DROP INDEX live_by_date;
+        DROP INDEX tombstones_by_time;
+        \(recordsV2)
+        INSERT INTO records(anchor, uuid, version, deleted, date_ms, mg, type, source, changed_ms)
+            SELECT anchor, uuid, version, deleted, date_ms, mg, type, source, changed_ms FROM records_v1 ORDER BY anchor;
+        DROP TABLE records_v1;
         """
     ]
 
@@ -59,9 +99,13 @@ enum StoreSchema {
         }
         guard version < currentVersion else { return }
         try db.transaction {
-            if version == 0 { try db.execute("PRAGMA application_id = \(applicationID)") }
-            for step in (version + 1)...currentVersion {
-                try db.execute(migrations[step]!)
+            if version == 0 {
+                try db.execute("PRAGMA application_id = \(applicationID)")
+                try db.execute(schema)
+            } else {
+                for step in (version + 1)...currentVersion {
+                    try db.execute(migrations[step]!)
+                }
             }
             try db.execute("PRAGMA user_version = \(currentVersion)")
         }

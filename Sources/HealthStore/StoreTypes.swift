@@ -54,14 +54,67 @@ public struct ChangeSet: Sendable, Hashable {
 /// One durable commit, as the store's update stream reports it: the
 /// anchored query's update handler. Each UUID appears once, in its final state.
 public struct CommittedBatch: Sendable, Hashable {
+    /// One change as the commit made it.
+    public enum Change: Sendable, Hashable {
+        case added(Drink)
+        case deleted(Tombstone)
+
+        public var uuid: UUID {
+            switch self {
+            case .added(let d): d.uuid
+            case .deleted(let t): t.uuid
+            }
+        }
+    }
+
     public var anchor: Int64
     public var previousAnchor: Int64
-    public var added: [Drink]
-    public var deleted: [Tombstone]
+    /// Every change, in anchor order; a UUID written twice in the commit
+    /// appears twice. Kept raw so that the store's thread only appends:
+    /// consumers resolve it on their own threads (`resolved()`).
+    public var log: [Change]
     /// False for a commit too large to carry (`HealthStore.announceLimit`):
-    /// `added` and `deleted` are then empty, and the changes are read with
+    /// `log` is then empty, and the changes are read with
     /// `changes(since: previousAnchor, limit:, through: anchor)`.
     public var isComplete: Bool = true
+
+    public init(anchor: Int64, previousAnchor: Int64, log: [Change], isComplete: Bool = true) {
+        self.anchor = anchor
+        self.previousAnchor = previousAnchor
+        self.log = log
+        self.isComplete = isComplete
+    }
+
+    /// Each UUID once, in its final state, in order of first appearance:
+    /// what a `changes` message carries. Resolves on every call.
+    public func resolved() -> (added: [Drink], deleted: [Tombstone]) {
+        var final: [Change] = []
+        final.reserveCapacity(log.count)
+        var position: [UUID: Int] = [:]
+        position.reserveCapacity(log.count)
+        for change in log {
+            if let i = position.updateValue(final.count, forKey: change.uuid) {
+                position[change.uuid] = i
+                final[i] = change
+            } else {
+                final.append(change)
+            }
+        }
+        var added: [Drink] = []
+        var deleted: [Tombstone] = []
+        for change in final {
+            switch change {
+            case .added(let d): added.append(d)
+            case .deleted(let t): deleted.append(t)
+            }
+        }
+        return (added, deleted)
+    }
+
+    /// `resolved().added`.
+    public var added: [Drink] { resolved().added }
+    /// `resolved().deleted`.
+    public var deleted: [Tombstone] { resolved().deleted }
 }
 
 /// Facts about the store for `stats`.

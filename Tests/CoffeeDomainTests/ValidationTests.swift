@@ -125,4 +125,30 @@ struct ValidationTests {
                 == #"{"uuid":"\#(id)","mgCaffeine":143.2,"date":"2026-11-29T08:15:00.000Z","version":2,"type":"mediumCoffee","source":"bus"}"#
         )
     }
+
+    /// The byte writer the broadcaster uses gives exactly the bytes of the
+    /// JSONValue tree, for every shape of drink; a `changes` message reads
+    /// back as the tree it stands for.
+    @Test func byteWriterMatchesTheTree() throws {
+        let drinks = [
+            Drink(uuid: UUID(), mgCaffeine: 143.2, date: RFC3339.parse("2026-11-29T08:15:00.123Z")!, version: 2,
+                  type: .mediumCoffee, source: "bus"),
+            Drink(uuid: UUID(), mgCaffeine: 95, date: Date(timeIntervalSince1970: -86_400.5), version: 9_007_199_254_740_993),
+            Drink(uuid: UUID(), mgCaffeine: 0.1, date: Date(timeIntervalSince1970: 0), source: "caf\u{e9} \"quoted\"\n\u{1}"),
+            Drink(uuid: UUID(), mgCaffeine: 1e-7, date: RFC3339.parse("9999-12-31T23:59:59.999Z")!, type: .chocolate),
+        ]
+        for d in drinks {
+            var bytes: [UInt8] = []
+            WireFormat.write(d, into: &bytes)
+            #expect(bytes == Array(WireFormat.json(d).data()))
+        }
+        let tombstones = [Tombstone(uuid: UUID(), version: 3)]
+        let message = WireFormat.changesMessage(anchor: 12, previousAnchor: 8, added: drinks, deleted: tombstones)
+        let tree = JSONValue.object([
+            ("anchor", .int(12)), ("previousAnchor", .int(8)),
+            ("added", .array(drinks.map(WireFormat.json))), ("deleted", .array(tombstones.map(WireFormat.json))),
+        ])
+        #expect(try JSONReader.parse(Data(message)) == tree)
+        #expect(String(decoding: message, as: UTF8.self) == tree.serialized())
+    }
 }

@@ -206,6 +206,45 @@ struct StoreDurabilityTests {
         }
     }
 
+    /// A version-1 file (records keyed by UUID) is migrated in place on
+    /// open: every live drink and tombstone keeps its anchor, the rules still
+    /// hold, and new anchors continue from the old ones.
+    @Test func versionOneFileMigrates() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let live = drink(version: 2)
+        let gone = UUID()
+        do {
+            let db = try Database(path: dir.storePath)
+            try db.execute(
+                """
+                PRAGMA application_id = \(StoreSchema.applicationID);
+                CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+                INSERT INTO meta(key, value) VALUES ('anchor', 7), ('purged_anchor', 0);
+                \(StoreSchema.recordsV1)
+                INSERT INTO records VALUES (x'\(live.uuid.uuidString.replacingOccurrences(of: "-", with: ""))', 2, 0, 5,
+                    \(live.epochMilliseconds), 96, NULL, 'test', 0);
+                INSERT INTO records VALUES (x'\(gone.uuidString.replacingOccurrences(of: "-", with: ""))', 3, 1, 7,
+                    NULL, NULL, NULL, NULL, \(Int64(t0.timeIntervalSince1970 * 1000)));
+                PRAGMA user_version = 1;
+                """)
+        }
+        let store = try openStore(dir)
+        #expect(await store.anchor == 7)
+        let all = try await store.changes(since: 0, limit: 10)
+        #expect(all.added == [live] && all.deleted == [Tombstone(uuid: gone, version: 3)])
+        #expect(try await store.drinks(datedIn: t0.addingTimeInterval(-60)...t0.addingTimeInterval(60)) == [live])
+        // The rules on migrated rows: a lower version is a duplicate, a tombstone blocks a late save.
+        let late = try await store.save([drink(live.uuid, version: 1), drink(gone, version: 3)])
+        #expect(late.added == 0 && late.duplicates == 2)
+        let newer = try await store.save([drink(live.uuid, mg: 50, version: 3)])
+        #expect(newer.added == 1 && newer.anchor == 8)
+        #expect(try await store.changes(since: 7, limit: 10).added.map(\.mgCaffeine) == [50])
+        await store.close()
+        let db = try Database(path: dir.storePath)
+        #expect(try db.scalar("PRAGMA user_version") == StoreSchema.currentVersion)
+    }
+
     @Test func someoneElsesDatabaseIsRefused() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

@@ -14,9 +14,9 @@ import ZeroMQ
 public final class Broadcaster: Sendable {
     enum Outgoing: Sendable {
         case message(topic: String, body: Data)
-        /// A `changes` message, encoded on the publisher's thread rather
-        /// than on the store's, which queues it.
-        case changes(anchor: Int64, previousAnchor: Int64, added: [Drink], deleted: [Tombstone])
+        /// A commit as the store made it, resolved and encoded as `changes`
+        /// on the publisher's thread rather than on the store's.
+        case commit(CommittedBatch)
         /// A commit too large to carry its changes: read back from the store
         /// page by page on the publisher's thread, so memory is one page and
         /// the store's commit does not wait for it.
@@ -68,8 +68,10 @@ public final class Broadcaster: Sendable {
                         switch m {
                         case .message(let topic, let body):
                             _ = try? socket.send([Data(topic.utf8), body], dontWait: true)
-                        case .changes(let anchor, let previousAnchor, let added, let deleted):
-                            Self.sendChanges(socket, anchor: anchor, previousAnchor: previousAnchor, added: added, deleted: deleted)
+                        case .commit(let batch):
+                            let (added, deleted) = batch.resolved()
+                            Self.sendChanges(
+                                socket, anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: added, deleted: deleted)
                         case .pages(let batch, let store):
                             self.sendPages(socket, batch, store: store)
                         }
@@ -108,9 +110,7 @@ public final class Broadcaster: Sendable {
     /// encoded on the publisher's thread.
     public func announce(_ batch: CommittedBatch, store: HealthStore) {
         if batch.isComplete {
-            post(
-                .changes(anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: batch.added, deleted: batch.deleted),
-                anchor: batch.anchor)
+            post(.commit(batch), anchor: batch.anchor)
         } else {
             post(.pages(batch, store), anchor: batch.anchor)
         }
@@ -119,8 +119,8 @@ public final class Broadcaster: Sendable {
     private static func sendChanges(
         _ socket: ZMQSocket, anchor: Int64, previousAnchor: Int64, added: [Drink], deleted: [Tombstone]
     ) {
-        let body = changesMessage(anchor: anchor, previousAnchor: previousAnchor, added: added, deleted: deleted)
-        _ = try? socket.send([Data("changes".utf8), body.data()], dontWait: true)
+        let body = WireFormat.changesMessage(anchor: anchor, previousAnchor: previousAnchor, added: added, deleted: deleted)
+        _ = try? socket.send([Data("changes".utf8), Data(body)], dontWait: true)
     }
 
     /// A commit too large to carry its changes, read back from the store and
@@ -142,16 +142,6 @@ public final class Broadcaster: Sendable {
             previous = page.anchor
             if !page.hasMore { break }
         }
-    }
-
-    /// The `changes` message of a commit.
-    public static func changesMessage(anchor: Int64, previousAnchor: Int64, added: [Drink], deleted: [Tombstone]) -> JSONValue {
-        .object([
-            ("anchor", .int(anchor)),
-            ("previousAnchor", .int(previousAnchor)),
-            ("added", .array(added.map(WireFormat.json))),
-            ("deleted", .array(deleted.map(WireFormat.json))),
-        ])
     }
 
     /// Sends what is queued and closes the socket (bounded linger).
