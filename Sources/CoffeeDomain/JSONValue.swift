@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Output is built by hand rather than through `JSONSerialization` so that
 /// keys keep a stable, readable order and numbers print in their shortest form.
-public indirect enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByBooleanLiteral,
+public enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByIntegerLiteral
 {
     case null
