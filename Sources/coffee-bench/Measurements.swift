@@ -161,9 +161,16 @@ struct Bench {
         _ name: String, subscribers: Int = 1,
         _ body: (ServiceProcess, [ZMQSocket], ZMQSocket, Int64) throws -> T
     ) throws -> T {
+        // Earlier runs leave tens of megabytes of dirty pages; their
+        // write-back would otherwise land in this run's fsyncs (a full bench
+        // once showed p99 136 ms at 1k/s where a run alone shows 1.5 ms).
+        sync()
         let s = try ServiceProcess(binary: binary, folder: folder(name))
         try s.start()
-        defer { s.stop() }
+        defer {
+            s.stop()
+            try? FileManager.default.removeItem(at: s.folder)  // nothing left to write back
+        }
         let subs = try (0..<subscribers).map { _ in try subscriber(s) }
         let pub = try publisher(s)
         defer {
@@ -246,6 +253,7 @@ struct Bench {
     /// submitted at once in batches of `batch` (the path the bus takes, with
     /// group commit), no ZeroMQ, no JSON.
     func storageCeiling(events: Int, batch: Int) async throws -> Double {
+        sync()  // as in live(): no earlier write-back in this measurement
         let dir = folder("storage")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let store = try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path))
@@ -267,6 +275,7 @@ struct Bench {
         }
         let rate = Double(events) / (now() - t0)
         await store.close()
+        try? FileManager.default.removeItem(at: dir)
         return rate
     }
 
@@ -295,6 +304,7 @@ struct Bench {
 
     /// Baseline: one small write and fsync in the same file system.
     func fsyncLatency(samples: Int = 200) throws -> (p50: Double, p99: Double) {
+        sync()  // as in live(): no earlier write-back in this measurement
         let dir = folder("fsync")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let fd = open(dir.appendingPathComponent("f").path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
@@ -314,6 +324,7 @@ struct Bench {
     /// followed by fdatasync (as SQLite commits in WAL mode), cost one thread
     /// per second of wall time, in % of a core. Nothing else runs.
     func fsyncCPU(rate: Double, seconds: Double) throws -> Double {
+        sync()  // as in live(): no earlier write-back in this measurement
         let dir = folder("fsync-cpu")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let fd = open(dir.appendingPathComponent("f").path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
@@ -344,9 +355,13 @@ struct Bench {
     }
 
     func inboxImport(name: String, drinks: Int) throws -> Import {
+        sync()  // as in live(): no earlier write-back in this measurement
         let s = try ServiceProcess(binary: binary, folder: folder("inbox"))
         try s.start()
-        defer { s.stop() }
+        defer {
+            s.stop()
+            try? FileManager.default.removeItem(at: s.folder)
+        }
         let file = s.folder.appendingPathComponent(name)
         let date = Date().addingTimeInterval(-40 * 3600)  // outside the model's window, as history is
         let uuids = (0..<drinks).map { _ in UUID() }
