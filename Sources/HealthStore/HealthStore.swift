@@ -67,6 +67,11 @@ public actor HealthStore {
     public init(configuration: Configuration) throws {
         let db = try Database(path: configuration.path)
         do {
+            // One process owns the store: the lock is taken at the first read
+            // and held until close, so a second service on the same file is
+            // refused, and no transaction pays for file locks or a
+            // shared-memory WAL index (set before the first WAL read).
+            try db.execute("PRAGMA locking_mode=EXCLUSIVE")
             try StoreSchema.prepare(db, path: configuration.path)
             let mode = try db.text("PRAGMA journal_mode=WAL")
             guard mode?.lowercased() == "wal" else {
@@ -82,6 +87,8 @@ public actor HealthStore {
             purgedAnchor = try db.scalar("SELECT value FROM meta WHERE key = 'purged_anchor'") ?? 0
         } catch let error as SQLiteError where error.isCorruption {
             throw StoreError.corrupt(configuration.path, error.message)
+        } catch let error as SQLiteError where error.isBusy {
+            throw StoreError.inUse(configuration.path)
         }
         self.db = db
         self.configuration = configuration
@@ -457,7 +464,10 @@ public actor HealthStore {
         subscribers = [:]
         observers = []
         statements.finalize()
-        if let db { try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+        if let db {
+            try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            db.close()  // releases the exclusive lock now, not when the last reference goes
+        }
         db = nil
         executor.stop()
     }

@@ -7,6 +7,7 @@ public struct StoreError: Error, CustomStringConvertible, Sendable, Equatable {
         case corrupt
         case newerSchema
         case io
+        case inUse
     }
 
     let code: Code
@@ -32,11 +33,17 @@ public struct StoreError: Error, CustomStringConvertible, Sendable, Equatable {
         )
     }
     static func io(_ detail: String) -> StoreError { StoreError(code: .io, message: detail) }
+    static func inUse(_ path: String) -> StoreError {
+        StoreError(
+            code: .inUse,
+            message: "\(path) is in use by another process (another coffee-tracker serve on the same data directory?)")
+    }
 
     public var isAnchorExpired: Bool { code == .anchorExpired }
     public var isClosed: Bool { code == .closed }
     public var isCorrupt: Bool { code == .corrupt }
     public var isNewerSchema: Bool { code == .newerSchema }
+    public var isInUse: Bool { code == .inUse }
 
     public var description: String { message }
 }

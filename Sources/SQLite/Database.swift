@@ -25,7 +25,18 @@ public final class Database {
         sqlite3_extended_result_codes(db, 1)
     }
 
+    private var isClosed = false
+
     deinit {
+        close()
+    }
+
+    /// Closes the connection now (releasing its locks), rather than when the
+    /// last reference goes; statements must be finalized first. Using the
+    /// database afterwards is a programming error.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
         sqlite3_close_v2(handle)
     }
 

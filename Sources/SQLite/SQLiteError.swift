@@ -12,6 +12,8 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
 
     /// True for `SQLITE_CORRUPT` and `SQLITE_NOTADB`: the file is not a usable database.
     public var isCorruption: Bool { code & 0xFF == 11 || code & 0xFF == 26 }
+    /// SQLITE_BUSY or SQLITE_LOCKED: another connection holds the lock.
+    public var isBusy: Bool { code & 0xFF == 5 || code & 0xFF == 6 }
 
     public var description: String { "\(context): \(message) (SQLite code \(code))" }
 }

@@ -199,6 +199,7 @@ struct StoreDurabilityTests {
         await store.close()
         let db = try Database(path: dir.storePath)
         try db.execute("PRAGMA user_version = 99")
+        db.close()
         #expect {
             _ = try openStore(dir)
         } throws: { error in
@@ -258,9 +259,24 @@ struct StoreDurabilityTests {
         defer { dir.cleanup() }
         let store = try openStore(dir)
         _ = try await store.save([drink()])
+        await store.close()
         let db = try Database(path: dir.storePath)
         #expect(try db.text("PRAGMA journal_mode") == "wal")
+    }
+
+    /// One process owns the store: while it is open, another connection
+    /// (a second service on the same file) cannot read it, and opening a
+    /// second store fails with an error that says the store is in use.
+    @Test func anOpenStoreIsLockedAgainstOthers() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        _ = try await store.save([drink()])
+        let other = try Database(path: dir.storePath)
+        #expect(throws: SQLiteError.self) { try other.text("SELECT count(*) FROM records") }
+        #expect { _ = try openStore(dir) } throws: { ($0 as? StoreError)?.isInUse == true && "\($0)".contains("in use") }
         await store.close()
+        #expect(try other.text("SELECT count(*) FROM records") == "1")
     }
 }
 

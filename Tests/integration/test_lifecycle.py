@@ -4,6 +4,7 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 from conftest import BINARY, Service, drink
 
@@ -117,6 +118,14 @@ def test_corrupt_database_stops_startup_and_is_kept(folder):
     assert p.returncode == 1
     assert "not a usable coffee-tracker database" in p.stderr
     assert (s.data / "coffee-tracker.sqlite").read_bytes() == garbage
+
+
+def test_a_second_service_on_the_same_store_is_refused(service):
+    other = Service(Path(service.folder) / "other", extra_config={"dataDirectory": str(service.data)})
+    p = subprocess.run([BINARY, "serve", "--config", str(other.config_path)], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 1
+    assert "in use by another process" in p.stderr
+    assert service.request({"op": "ping"})["ok"]
 
 
 def test_help_and_usage_errors():
