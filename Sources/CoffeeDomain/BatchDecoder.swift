@@ -13,7 +13,14 @@ public struct BatchDecoder: Sendable {
     ///
     /// - Throws: `ValidationError`, with `index` set when the body was an array.
     public func drinks(json data: Data, now: Date, source: String) throws(ValidationError) -> [Drink] {
-        let (inputs, isArray) = try Self.decode(DrinkInput.self, json: data)
+        try data.withUnsafeBytes { raw in
+            Result { () throws(ValidationError) in try drinks(json: raw, now: now, source: source) }
+        }.get()
+    }
+
+    /// Drinks from JSON bytes read in place (a message still in ZeroMQ's buffer).
+    public func drinks(json bytes: UnsafeRawBufferPointer, now: Date, source: String) throws(ValidationError) -> [Drink] {
+        let (inputs, isArray) = try Self.decode(DrinkInput.self, json: bytes)
         return try validate(inputs, isArray: isArray) { input throws(ValidationError) in
             try validator.drink(from: input, now: now, defaultSource: source)
         }
@@ -21,7 +28,12 @@ public struct BatchDecoder: Sendable {
 
     /// Deletions from a JSON object or array of objects.
     public func deletions(json data: Data) throws(ValidationError) -> [Deletion] {
-        let (inputs, isArray) = try Self.decode(DeletionInput.self, json: data)
+        try data.withUnsafeBytes { raw in Result { () throws(ValidationError) in try deletions(json: raw) } }.get()
+    }
+
+    /// Deletions from JSON bytes read in place.
+    public func deletions(json bytes: UnsafeRawBufferPointer) throws(ValidationError) -> [Deletion] {
+        let (inputs, isArray) = try Self.decode(DeletionInput.self, json: bytes)
         return try validate(inputs, isArray: isArray) { input throws(ValidationError) in
             try validator.deletion(from: input)
         }
@@ -46,7 +58,7 @@ public struct BatchDecoder: Sendable {
 
     /// Decodes a JSON object, or an array of them, into `T`s; an element that
     /// is not an object comes back as nil so that it can be named.
-    public static func decode<T: JSONObjectInput>(_: T.Type, json data: Data) throws(ValidationError) -> ([T?], Bool) {
+    public static func decode<T: JSONObjectInput>(_: T.Type, json data: UnsafeRawBufferPointer) throws(ValidationError) -> ([T?], Bool) {
         let value: JSONValue
         do throws(JSONReader.SyntaxError) {
             value = try JSONReader.parse(data)

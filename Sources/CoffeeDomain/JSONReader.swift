@@ -23,11 +23,13 @@ public enum JSONReader {
 
     /// The one JSON value `data` holds (whitespace around it is allowed).
     public static func parse(_ data: Data) throws(SyntaxError) -> JSONValue {
-        let result = data.withUnsafeBytes { raw -> Result<JSONValue, SyntaxError> in
-            var parser = Parser(bytes: raw.bindMemory(to: UInt8.self))
-            return Result { () throws(SyntaxError) in try parser.document() }
-        }
-        return try result.get()
+        try data.withUnsafeBytes { raw in Result { () throws(SyntaxError) in try parse(raw) } }.get()
+    }
+
+    /// The one JSON value in `bytes`, read in place.
+    public static func parse(_ bytes: UnsafeRawBufferPointer) throws(SyntaxError) -> JSONValue {
+        var parser = Parser(bytes: bytes.bindMemory(to: UInt8.self))
+        return try parser.document()
     }
 
     private struct Parser {

@@ -49,6 +49,27 @@ struct ZeroMQTests {
         #expect(try b.receive() == [Data("topic".utf8), Data(), Data([0, 1, 2])])
     }
 
+    /// Frames lent in place: short ones (kept inside zmq_msg_t itself),
+    /// empty and long ones all read back intact, however many frames.
+    @Test func lentFramesReadIntact() throws {
+        let context = ZMQContext()
+        let path = "inproc://lent-\(UUID().uuidString)"
+        let a = try ZMQSocket(context, .pair)
+        let b = try ZMQSocket(context, .pair)
+        defer {
+            a.close()
+            b.close()
+        }
+        try a.bind(path)
+        try b.connect(path)
+        let frames = [Data("short".utf8), Data(), Data((0..<1000).map { UInt8($0 % 251) })] + (0..<9).map { Data([UInt8($0)]) }
+        try a.send(frames)
+        #expect(try ZMQSocket.poll([.socket(b)], timeoutMs: 2000).first == true)
+        let lent = try b.receive(dontWait: true) { $0.map { Data($0) } }
+        #expect(lent == frames)
+        #expect(try b.receive(dontWait: true) { $0.count } == nil)
+    }
+
     @Test func mailboxWakesAPollAndCountsDrops() throws {
         let mailbox = Mailbox<Int>(capacity: 2)
         #expect(try ZMQSocket.poll([.fd(mailbox.fd)], timeoutMs: 0) == [false])

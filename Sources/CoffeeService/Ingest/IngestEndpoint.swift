@@ -63,33 +63,34 @@ public final class IngestEndpoint: Sendable {
         }
     }
 
+    /// What one bus message turned out to be.
+    private enum Outcome {
+        case drinks([Drink])
+        case deletions([Deletion])
+        case rejected(DeadLetterFile.Entry)
+    }
+
     private func readBatch(_ socket: ZMQSocket, decoder: BatchDecoder, now: Date, store: HealthStore) {
         var batch = WriteBatch()
         var rejected: [DeadLetterFile.Entry] = []
         for _ in 0..<Self.messagesPerWake {
-            guard let frames = try? socket.receive(dontWait: true) else { break }
-            let (topic, body) = Self.split(frames)
-            do throws(ValidationError) {
-                switch topic {
-                case "drink.add":
-                    let drinks = try decoder.drinks(json: body, now: now, source: "bus")
-                    ServiceCounters.bump(counters.received, by: drinks.count)
-                    if !batch.acceptsDrinksInOrder {
-                        submit(batch, store)
-                        batch = WriteBatch()
-                    }
-                    batch.drinks += drinks
-                case "drink.delete":
-                    let deletions = try decoder.deletions(json: body)
-                    ServiceCounters.bump(counters.received, by: deletions.count)
-                    batch.deletions += deletions
-                case nil:
-                    throw ValidationError(rule: "message must be two frames (topic, body) or one frame \"topic body\"; got \(frames.count) frames")
-                default:
-                    throw ValidationError(rule: "unknown topic \"\(topic!.prefix(64))\"; expected drink.add or drink.delete")
+            // Decoded straight from ZeroMQ's buffers; only a rejected body is copied.
+            guard let outcome = try? socket.receive(dontWait: true, { Self.decode($0, decoder: decoder, now: now) }) else {
+                break
+            }
+            switch outcome {
+            case .drinks(let drinks):
+                ServiceCounters.bump(counters.received, by: drinks.count)
+                if !batch.acceptsDrinksInOrder {
+                    submit(batch, store)
+                    batch = WriteBatch()
                 }
-            } catch {
-                rejected.append(.init(at: now, reason: error.description, topic: topic ?? "", body: body))
+                batch.drinks += drinks
+            case .deletions(let deletions):
+                ServiceCounters.bump(counters.received, by: deletions.count)
+                batch.deletions += deletions
+            case .rejected(let entry):
+                rejected.append(entry)
             }
             if batch.count >= Self.changesPerBatch {
                 submit(batch, store)
@@ -98,6 +99,27 @@ public final class IngestEndpoint: Sendable {
         }
         if !batch.isEmpty { submit(batch, store) }
         if !rejected.isEmpty { reject(rejected) }
+    }
+
+    private static let addTopic = Array("drink.add".utf8)
+    private static let deleteTopic = Array("drink.delete".utf8)
+
+    /// One message's frames: (topic, body) as two frames or one "topic body".
+    private static func decode(_ frames: [UnsafeRawBufferPointer], decoder: BatchDecoder, now: Date) -> Outcome {
+        let (topic, body) = split(frames)
+        do throws(ValidationError) {
+            guard let topic else {
+                throw ValidationError(
+                    rule: "message must be two frames (topic, body) or one frame \"topic body\"; got \(frames.count) frames")
+            }
+            if topic.elementsEqual(addTopic) { return .drinks(try decoder.drinks(json: body, now: now, source: "bus")) }
+            if topic.elementsEqual(deleteTopic) { return .deletions(try decoder.deletions(json: body)) }
+            throw ValidationError(
+                rule: "unknown topic \"\(String(decoding: topic.prefix(64), as: UTF8.self))\"; expected drink.add or drink.delete")
+        } catch {
+            let topicText = topic.map { String(decoding: $0, as: UTF8.self) } ?? ""
+            return .rejected(.init(at: now, reason: error.description, topic: topicText, body: Data(body)))
+        }
     }
 
     private func submit(_ batch: WriteBatch, _ store: HealthStore) {
@@ -129,13 +151,14 @@ public final class IngestEndpoint: Sendable {
         }
     }
 
-    /// Topic and body from two frames, or from one frame "topic body".
-    static func split(_ frames: [Data]) -> (String?, Data) {
-        if frames.count == 2 { return (String(decoding: frames[0], as: UTF8.self), frames[1]) }
+    /// Topic and body from two frames, or from one frame "topic body"; a
+    /// nil topic when the message has neither shape.
+    static func split(_ frames: [UnsafeRawBufferPointer]) -> (UnsafeRawBufferPointer?, UnsafeRawBufferPointer) {
+        if frames.count == 2 { return (frames[0], frames[1]) }
         if frames.count == 1, let space = frames[0].firstIndex(of: UInt8(ascii: " ")) {
-            return (String(decoding: frames[0][..<space], as: UTF8.self), Data(frames[0][(space + 1)...]))
+            return (UnsafeRawBufferPointer(rebasing: frames[0][..<space]), UnsafeRawBufferPointer(rebasing: frames[0][(space + 1)...]))
         }
-        return (nil, frames.last ?? Data())
+        return (nil, frames.last ?? UnsafeRawBufferPointer(start: nil, count: 0))
     }
 
     public func stop() async { await loop.stop() }
