@@ -86,63 +86,52 @@ public enum JSONReader {
             i += n
         }
 
-        mutating func nest() throws(SyntaxError) {
-            depth += 1
-            guard depth <= JSONReader.maxDepth else { throw fail("nested deeper than \(JSONReader.maxDepth) levels") }
-        }
-
         mutating func array() throws(SyntaxError) -> JSONValue {
-            try nest()
-            i += 1  // [
             var items: [JSONValue] = []
-            skipWhitespace()
-            if i < bytes.count, bytes[i] == UInt8(ascii: "]") {
-                i += 1
-                depth -= 1
-                return .array(items)
-            }
-            while true {
-                items.append(try value())
-                skipWhitespace()
-                guard i < bytes.count else { throw fail("unterminated array") }
-                switch bytes[i] {
-                case UInt8(ascii: ","): i += 1
-                case UInt8(ascii: "]"):
-                    i += 1
-                    depth -= 1
-                    return .array(items)
-                default: throw fail("expected ',' or ']' in array, found \(Self.show(bytes[i]))")
-                }
-            }
+            try elements(closing: "]", in: "array") { (p: inout Parser) throws(SyntaxError) in items.append(try p.value()) }
+            return .array(items)
         }
 
         mutating func object() throws(SyntaxError) -> JSONValue {
-            try nest()
-            i += 1  // {
             var members: [(String, JSONValue)] = []
+            try elements(closing: "}", in: "object") { (p: inout Parser) throws(SyntaxError) in
+                p.skipWhitespace()
+                guard p.i < p.bytes.count, p.bytes[p.i] == UInt8(ascii: "\"") else { throw p.fail("expected a member name in quotes") }
+                let key = try p.string()
+                p.skipWhitespace()
+                guard p.i < p.bytes.count, p.bytes[p.i] == UInt8(ascii: ":") else { throw p.fail("expected ':' after member name") }
+                p.i += 1
+                members.append((key, try p.value()))
+            }
+            return .object(members)
+        }
+
+        /// The elements of an array or object, from its opening bracket to
+        /// `closing`, separated by commas, each read by `element`; nesting
+        /// deeper than `maxDepth` is refused.
+        mutating func elements(
+            closing: Unicode.Scalar, in what: String, _ element: (inout Parser) throws(SyntaxError) -> Void
+        ) throws(SyntaxError) {
+            depth += 1
+            guard depth <= JSONReader.maxDepth else { throw fail("nested deeper than \(JSONReader.maxDepth) levels") }
+            defer { depth -= 1 }
+            let close = UInt8(ascii: closing)
+            i += 1  // the opening bracket
             skipWhitespace()
-            if i < bytes.count, bytes[i] == UInt8(ascii: "}") {
+            if i < bytes.count, bytes[i] == close {
                 i += 1
-                depth -= 1
-                return .object(members)
+                return
             }
             while true {
+                try element(&self)
                 skipWhitespace()
-                guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw fail("expected a member name in quotes") }
-                let key = try string()
-                skipWhitespace()
-                guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw fail("expected ':' after member name") }
-                i += 1
-                members.append((key, try value()))
-                skipWhitespace()
-                guard i < bytes.count else { throw fail("unterminated object") }
+                guard i < bytes.count else { throw fail("unterminated \(what)") }
                 switch bytes[i] {
                 case UInt8(ascii: ","): i += 1
-                case UInt8(ascii: "}"):
+                case close:
                     i += 1
-                    depth -= 1
-                    return .object(members)
-                default: throw fail("expected ',' or '}' in object, found \(Self.show(bytes[i]))")
+                    return
+                default: throw fail("expected ',' or '\(closing)' in \(what), found \(Self.show(bytes[i]))")
                 }
             }
         }

@@ -28,11 +28,15 @@ public final class ZMQSocket {
 
     private(set) var handle: UnsafeMutableRawPointer?
     public let kind: Kind
+    /// Kept so that the context outlives the socket: terminating a context
+    /// waits for its open sockets, so dropping it first would hang.
+    private let context: ZMQContext
 
     public init(_ context: ZMQContext, _ kind: Kind) throws(ZMQError) {
         guard let h = zmq_socket(context.handle, kind.raw) else { throw ZMQError.last("creating a \(kind) socket") }
         handle = h
         self.kind = kind
+        self.context = context
         // Bounded linger by default, so that closing never hangs shutdown.
         try setInt(ZMQ_LINGER, 500, "ZMQ_LINGER")
     }

@@ -26,6 +26,19 @@ struct Fixture {
         Drink(mgCaffeine: mg, date: clock.now() + offset)
     }
     func cleanup() { try? FileManager.default.removeItem(at: dir) }
+
+    /// A store, a model loaded from it, and a controller following its
+    /// commits; the model's change stream to wait on; the follower task.
+    func following() async throws -> (HealthStore, CoffeeData, HealthKitController, AsyncStream<Int64>, Task<Void, Never>) {
+        let store = try store()
+        let m = model()
+        let controller = HealthKitController(store: store, model: m, cache: nil, clock: clock)
+        try await controller.load()
+        let updates = await store.updates()
+        let changes = await m.changes()
+        let follower = Task { await controller.follow(updates) }
+        return (store, m, controller, changes, follower)
+    }
 }
 
 @Suite("CoffeeData: the seed's bugs stay fixed")
@@ -197,13 +210,7 @@ struct CoffeeDataTests {
     @Test func controllerFollowsCommits() async throws {
         let f = Fixture()
         defer { f.cleanup() }
-        let store = try f.store()
-        let m = f.model()
-        let controller = HealthKitController(store: store, model: m, cache: nil, clock: f.clock)
-        try await controller.load()
-        let updates = await store.updates()
-        let changes = await m.changes()
-        let follower = Task { await controller.follow(updates) }
+        let (store, m, controller, changes, follower) = try await f.following()
         let a = f.drink(-60)
         _ = try await controller.save(drinks: [a])
         for await anchor in changes where anchor == 1 { break }
@@ -218,13 +225,7 @@ struct CoffeeDataTests {
     @Test func controllerRebuildsAfterACommitTooLargeToCarry() async throws {
         let f = Fixture()
         defer { f.cleanup() }
-        let store = try f.store()
-        let m = f.model()
-        let controller = HealthKitController(store: store, model: m, cache: nil, clock: f.clock)
-        try await controller.load()
-        let updates = await store.updates()
-        let changes = await m.changes()
-        let follower = Task { await controller.follow(updates) }
+        let (store, m, controller, changes, follower) = try await f.following()
         let old = f.drink(-120)
         _ = try await controller.save(drinks: [old])
         for await anchor in changes where anchor == 1 { break }

@@ -97,19 +97,25 @@ struct InboxTests {
         }
     }
 
+    /// An inbox folder in `dir`, a store and an importer of that folder, prepared.
+    static func importer(in dir: URL, settleTime: TimeInterval) async throws -> (URL, HealthStore, InboxImporter) {
+        let inbox = dir.appendingPathComponent("inbox")
+        try FileManager.default.createDirectory(at: inbox, withIntermediateDirectories: true)
+        let store = try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path))
+        let importer = InboxImporter(
+            inbox: inbox, parser: InboxFileParser(decoder: BatchDecoder()), store: store, counters: ServiceCounters(),
+            maxFileBytes: 1 << 20, clock: SystemClock(), settleTime: settleTime)
+        try await importer.prepare()
+        return (inbox, store, importer)
+    }
+
     /// A close or rename event means the writer is done: the file imports at
     /// once, however fresh. A scan leaves a fresh file for later, since it
     /// may still be being written in place.
     @Test func closedFilesImportAtOnceAndScannedFreshOnesWait() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ct-inbox-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let inbox = dir.appendingPathComponent("inbox")
-        try FileManager.default.createDirectory(at: inbox, withIntermediateDirectories: true)
-        let store = try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path))
-        let importer = InboxImporter(
-            inbox: inbox, parser: InboxFileParser(decoder: BatchDecoder()), store: store, counters: ServiceCounters(),
-            maxFileBytes: 1 << 20, clock: SystemClock(), settleTime: 3600)
-        try await importer.prepare()
+        let (inbox, store, importer) = try await Self.importer(in: dir, settleTime: 3600)
         for name in ["scanned.json", "closed.json"] {
             let drink = #"[{"uuid":"\#(UUID())","mgCaffeine":5,"date":"2026-11-29T08:00:00Z"}]"#
             try Data(drink.utf8).write(to: inbox.appendingPathComponent(name))
@@ -131,13 +137,7 @@ struct InboxTests {
     @Test func overflowTriggersAFullRescan() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ct-inbox-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let inbox = dir.appendingPathComponent("inbox")
-        try FileManager.default.createDirectory(at: inbox, withIntermediateDirectories: true)
-        let store = try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path))
-        let importer = InboxImporter(
-            inbox: inbox, parser: InboxFileParser(decoder: BatchDecoder()), store: store, counters: ServiceCounters(),
-            maxFileBytes: 1 << 20, clock: SystemClock(), settleTime: 0)
-        try await importer.prepare()
+        let (inbox, store, importer) = try await Self.importer(in: dir, settleTime: 0)
         // Files whose events were lost.
         for i in 0..<3 {
             let drink = #"[{"uuid":"\#(UUID())","mgCaffeine":5,"date":"2026-11-29T08:00:00Z"}]"#

@@ -5,6 +5,17 @@ import Testing
 
 @Suite("ZeroMQ wrapper")
 struct ZeroMQTests {
+    /// Two PAIR sockets connected over inproc (each keeps the context alive).
+    static func pair() throws -> (ZMQSocket, ZMQSocket) {
+        let context = ZMQContext()
+        let path = "inproc://pair-\(UUID().uuidString)"
+        let a = try ZMQSocket(context, .pair)
+        let b = try ZMQSocket(context, .pair)
+        try a.bind(path)
+        try b.connect(path)
+        return (a, b)
+    }
+
     @Test func bindToPortZeroReportsTheRealEndpoint() throws {
         let context = ZMQContext()
         let socket = try ZMQSocket(context, .router)
@@ -32,16 +43,11 @@ struct ZeroMQTests {
     }
 
     @Test func multipartRoundTripAndDontWait() throws {
-        let context = ZMQContext()
-        let path = "inproc://roundtrip-\(UUID().uuidString)"
-        let a = try ZMQSocket(context, .pair)
-        let b = try ZMQSocket(context, .pair)
+        let (a, b) = try Self.pair()
         defer {
             a.close()
             b.close()
         }
-        try a.bind(path)
-        try b.connect(path)
         #expect(try b.receive(dontWait: true) == nil)
         try a.send([Data("topic".utf8), Data(), Data([0, 1, 2])])
         let ready = try ZMQSocket.poll([.socket(b)], timeoutMs: 2000)
@@ -52,16 +58,11 @@ struct ZeroMQTests {
     /// Frames lent in place: short ones (kept inside zmq_msg_t itself),
     /// empty and long ones all read back intact, however many frames.
     @Test func lentFramesReadIntact() throws {
-        let context = ZMQContext()
-        let path = "inproc://lent-\(UUID().uuidString)"
-        let a = try ZMQSocket(context, .pair)
-        let b = try ZMQSocket(context, .pair)
+        let (a, b) = try Self.pair()
         defer {
             a.close()
             b.close()
         }
-        try a.bind(path)
-        try b.connect(path)
         let frames = [Data("short".utf8), Data(), Data((0..<1000).map { UInt8($0 % 251) })] + (0..<9).map { Data([UInt8($0)]) }
         try a.send(frames)
         #expect(try ZMQSocket.poll([.socket(b)], timeoutMs: 2000).first == true)
