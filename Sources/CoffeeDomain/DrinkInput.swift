@@ -24,7 +24,7 @@ public protocol JSONObjectInput: Sendable {
 
 extension InputField<String> {
     /// A JSON string; null or missing is absent.
-    init(json value: JSONValue?, expected: String) {
+    public init(json value: JSONValue?, expected: String) {
         switch value {
         case nil, .null?: self = .absent
         case .string(let s)?: self = .value(s)
@@ -35,12 +35,25 @@ extension InputField<String> {
 
 extension InputField<Double> {
     /// A JSON number; null or missing is absent.
-    init(json value: JSONValue?, expected: String) {
+    public init(json value: JSONValue?, expected: String) {
         switch value {
         case nil, .null?: self = .absent
         case .int(let n)?: self = .value(Double(n))
         case .double(let d)?: self = .value(d)
         default: self = .wrongType(expected: expected)
+        }
+    }
+}
+
+extension InputField<InputDate> {
+    /// An RFC 3339 string or epoch seconds; null or missing is absent.
+    public init(json value: JSONValue?) {
+        switch value {
+        case nil, .null?: self = .absent
+        case .string(let s)?: self = .value(.text(s))
+        case .int(let n)?: self = .value(.epochSeconds(Double(n)))
+        case .double(let d)?: self = .value(.epochSeconds(d))
+        default: self = .wrongType(expected: DrinkInput.dateExpected)
         }
     }
 }
@@ -78,13 +91,7 @@ public struct DrinkInput: Decodable, JSONObjectInput {
         type = .init(json: object[member: "type"], expected: "a string")
         version = .init(json: object[member: "version"], expected: "an integer")
         source = .init(json: object[member: "source"], expected: "a string")
-        switch object[member: "date"] {
-        case nil, .null?: date = .absent
-        case .string(let s)?: date = .value(.text(s))
-        case .int(let n)?: date = .value(.epochSeconds(Double(n)))
-        case .double(let d)?: date = .value(.epochSeconds(d))
-        default: date = .wrongType(expected: Self.dateExpected)
-        }
+        date = .init(json: object[member: "date"])
     }
 
     static let dateExpected = "an RFC 3339 date string or epoch seconds"

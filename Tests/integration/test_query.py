@@ -119,6 +119,11 @@ def test_malformed_requests_get_bad_request_never_silence(service):
     expect_error(service, {"op": "changes", "limit": 10001}, "bad_request", field="limit")
     expect_error(service, {"op": "add"}, "bad_request", field="drinks")
     expect_error(service, {"op": "model", "at": "yesterday"}, "bad_request", field="at")
+    # Strict JSON, as on the bus: a trailing comma is refused, and the reply says where.
+    reply = expect_error(service, None, "bad_request", raw=b'{"op":"ping",}')
+    assert "not valid JSON" in reply["error"]["message"] and "at byte 13" in reply["error"]["message"]
+    expect_error(service, {"op": "add", "drinks": {"uuid": "x"}}, "bad_request", field="drinks")
+    expect_error(service, {"op": "add", "drinks": [drink(), 7]}, "invalid_drink", index=1)
     # The service is still fine.
     assert service.request({"op": "ping"})["ok"] is True
 

@@ -57,17 +57,14 @@ public struct QueryHandler: Sendable {
             throw QueryError(.tooLarge, "request is \(body.count) bytes; limits.maxMessageBytes is \(maxMessageBytes)")
         }
         if isShuttingDown() { throw QueryError(.unavailable, "the service is shutting down") }
-        let request: QueryRequest
-        do {
-            guard body.first(where: { $0 > 0x20 }) == UInt8(ascii: "{") else {
-                throw QueryError(.badRequest, "request must be a JSON object with an \"op\"")
-            }
-            request = try JSONDecoder().decode(QueryRequest.self, from: body)
-        } catch let error as QueryError {
-            throw error
+        let value: JSONValue
+        do throws(JSONReader.SyntaxError) {
+            value = try JSONReader.parse(body)
         } catch {
-            throw QueryError(.badRequest, "request is not valid JSON (\(BatchDecoder.describe(error)))")
+            throw QueryError(.badRequest, "request is not valid JSON (\(error))")
         }
+        guard case .object = value else { throw QueryError(.badRequest, "request must be a JSON object with an \"op\"") }
+        let request = QueryRequest(json: value)
         let op: String
         switch request.op {
         case .value(let v): op = v
@@ -149,7 +146,7 @@ public struct QueryHandler: Sendable {
         }
         ServiceCounters.bump(counters.received, by: items.count)
         let now = clock.now()
-        let drinks = try validated(items.map(\.value)) { input throws(ValidationError) in
+        let drinks = try validated(items) { input throws(ValidationError) in
             try validator.drink(from: input, now: now, defaultSource: "query")
         }
         let result = try await store.save(drinks)
@@ -165,7 +162,7 @@ public struct QueryHandler: Sendable {
             throw QueryError(.badRequest, "deletions must be an array of deletion objects", field: "deletions")
         }
         ServiceCounters.bump(counters.received, by: items.count)
-        let deletions = try validated(items.map(\.value)) { input throws(ValidationError) in
+        let deletions = try validated(items) { input throws(ValidationError) in
             try validator.deletion(from: input)
         }
         let result = try await store.delete(deletions)

@@ -1,26 +1,32 @@
 import CoffeeDomain
 import Foundation
 
-/// A query request as decoded, before its fields are checked.
-struct QueryRequest: Decodable {
+/// A query request as read by `JSONReader`, before its fields are checked.
+struct QueryRequest {
     var op: InputField<String> = .absent
     /// `anchor`: absent or null (every live drink), or a number.
     var anchor: InputField<Double> = .absent
     var limit: InputField<Double> = .absent
     var at: InputField<InputDate> = .absent
-    var drinks: InputField<[Lenient<DrinkInput>]> = .absent
-    var deletions: InputField<[Lenient<DeletionInput>]> = .absent
+    /// Each element, or nil where it is not an object (so that it can be named).
+    var drinks: InputField<[DrinkInput?]> = .absent
+    var deletions: InputField<[DeletionInput?]> = .absent
 
-    enum Key: String, CodingKey { case op, anchor, limit, at, drinks, deletions }
+    init(json object: JSONValue) {
+        op = .init(json: object[member: "op"], expected: "a string")
+        anchor = .init(json: object[member: "anchor"], expected: "an integer or null")
+        limit = .init(json: object[member: "limit"], expected: "an integer")
+        at = .init(json: object[member: "at"])
+        drinks = Self.objects(object[member: "drinks"], DrinkInput.self, expected: "an array of drink objects")
+        deletions = Self.objects(object[member: "deletions"], DeletionInput.self, expected: "an array of deletion objects")
+    }
 
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: Key.self)
-        op = DrinkInput.field(c, .op, "a string")
-        anchor = DrinkInput.field(c, .anchor, "an integer or null")
-        limit = DrinkInput.field(c, .limit, "an integer")
-        at = DrinkInput.dateField(c, .at)
-        drinks = DrinkInput.field(c, .drinks, "an array of drink objects")
-        deletions = DrinkInput.field(c, .deletions, "an array of deletion objects")
+    private static func objects<T: JSONObjectInput>(_ value: JSONValue?, _: T.Type, expected: String) -> InputField<[T?]> {
+        switch value {
+        case nil, .null?: .absent
+        case .array(let items)?: .value(BatchDecoder.objects(T.self, items))
+        default: .wrongType(expected: expected)
+        }
     }
 }
 
