@@ -153,6 +153,30 @@ def test_changes_chain_is_unbroken_over_thousands_of_events(service):
     pub.close()
 
 
+def test_a_heartbeat_never_runs_ahead_of_the_changes_sent_before_it(service):
+    """A subscriber that sees heartbeat anchor N has already been sent every
+    `changes` message up to N, so it can take a higher heartbeat as a sign of
+    loss. Checked over a burst, where changes queue behind each other."""
+    sub = subscriber(service, topics=(b"changes", b"heartbeat"))
+    pub, base = publisher(service)
+    n = 20_000
+    for _ in range(n):
+        pub.send_multipart([b"drink.add", json.dumps(drink(offset_s=-30 * 86400)).encode()])
+    seen, beats = base, 0
+    deadline = time.time() + 60
+    while (seen < base + n or beats == 0) and time.time() < deadline:
+        topic, body = sub.recv_multipart()
+        msg = json.loads(body)
+        if topic == b"changes":
+            seen = max(seen, msg["anchor"])
+        elif topic == b"heartbeat":
+            beats += 1
+            assert msg["anchor"] <= seen, (msg, seen)
+    assert seen == base + n and beats > 0
+    pub.close()
+    sub.close()
+
+
 def test_model_and_heartbeat_arrive_with_the_right_fields(service):
     sub = subscriber(service)
     service.request({"op": "add", "drinks": [drink(mg=200, offset_s=-5 * 3600)]})

@@ -175,7 +175,7 @@ public final class CoffeeTrackerService: Sendable {
 
     private func publishModel(_ model: CoffeeData, _ broadcaster: Broadcaster) async {
         guard let snapshot = await model.snapshot() else { return }
-        broadcaster.publish("model", .object(WireFormat.members(snapshot)), anchor: snapshot.anchor)
+        broadcaster.publish("model", .object(WireFormat.members(snapshot)))
     }
 
     /// `<data>/endpoints.json`: the endpoints really bound, so that clients

@@ -24,6 +24,8 @@ public final class Broadcaster: Sendable {
     }
 
     private let loop: SocketLoop<Outgoing>
+    /// The anchor of the last `changes` message sent: what heartbeats carry,
+    /// so a heartbeat never claims an anchor whose changes are still queued.
     private let anchor = Atomic<Int64>(0)
     private let endpoints = Mutex<[String]>([])
     private let counters: ServiceCounters
@@ -70,7 +72,7 @@ public final class Broadcaster: Sendable {
                             _ = try? socket.send([Data(topic.utf8), body], dontWait: true)
                         case .commit(let batch):
                             let (added, deleted) = batch.resolved()
-                            Self.sendChanges(
+                            self.sendChanges(
                                 socket, anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: added, deleted: deleted)
                         case .pages(let batch, let store):
                             self.sendPages(socket, batch, store: store)
@@ -94,12 +96,11 @@ public final class Broadcaster: Sendable {
     }
 
     /// Queues a message; never blocks. Drops (counted) when the queue is full.
-    public func publish(_ topic: String, _ body: JSONValue, anchor newAnchor: Int64) {
-        post(.message(topic: topic, body: body.data()), anchor: newAnchor)
+    public func publish(_ topic: String, _ body: JSONValue) {
+        post(.message(topic: topic, body: body.data()))
     }
 
-    private func post(_ outgoing: Outgoing, anchor newAnchor: Int64) {
-        anchor.store(max(anchor.load(ordering: .relaxed), newAnchor), ordering: .relaxed)
+    private func post(_ outgoing: Outgoing) {
         if !loop.mailbox.post(outgoing) {
             ServiceCounters.bump(counters.updatesDropped)
         }
@@ -110,17 +111,18 @@ public final class Broadcaster: Sendable {
     /// encoded on the publisher's thread.
     public func announce(_ batch: CommittedBatch, store: HealthStore) {
         if batch.isComplete {
-            post(.commit(batch), anchor: batch.anchor)
+            post(.commit(batch))
         } else {
-            post(.pages(batch, store), anchor: batch.anchor)
+            post(.pages(batch, store))
         }
     }
 
-    private static func sendChanges(
-        _ socket: ZMQSocket, anchor: Int64, previousAnchor: Int64, added: [Drink], deleted: [Tombstone]
+    private func sendChanges(
+        _ socket: ZMQSocket, anchor newAnchor: Int64, previousAnchor: Int64, added: [Drink], deleted: [Tombstone]
     ) {
-        let body = WireFormat.changesMessage(anchor: anchor, previousAnchor: previousAnchor, added: added, deleted: deleted)
+        let body = WireFormat.changesMessage(anchor: newAnchor, previousAnchor: previousAnchor, added: added, deleted: deleted)
         _ = try? socket.send([Data("changes".utf8), Data(body)], dontWait: true)
+        anchor.store(max(anchor.load(ordering: .relaxed), newAnchor), ordering: .relaxed)
     }
 
     /// A commit too large to carry its changes, read back from the store and
@@ -138,7 +140,7 @@ public final class Broadcaster: Sendable {
                 logger.warning("could not page a large commit", ["error": "\(error)", "anchor": "\(batch.anchor)"])
                 return
             }
-            Self.sendChanges(socket, anchor: page.anchor, previousAnchor: previous, added: page.added, deleted: page.deleted)
+            sendChanges(socket, anchor: page.anchor, previousAnchor: previous, added: page.added, deleted: page.deleted)
             previous = page.anchor
             if !page.hasMore { break }
         }
