@@ -455,11 +455,18 @@ public actor HealthStore {
             fileBytes: size(path) + size(path + "-wal"))
     }
 
+    /// Commits everything submitted or queued so far; returns once it is
+    /// durable (and observed). For a drain that must publish every commit
+    /// before the store closes.
+    public func commitPending() {
+        takeSubmitted()
+        flushAll()
+    }
+
     /// Commits what is queued, ends the update streams, closes the database
     /// and stops the store's thread. Later calls fail with `StoreError.closed`.
     public func close() {
-        takeSubmitted()  // batches submitted but not yet taken are committed too
-        flushAll()
+        commitPending()  // batches submitted but not yet taken are committed too
         for continuation in subscribers.values { continuation.finish() }
         subscribers = [:]
         observers = []

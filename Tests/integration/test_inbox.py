@@ -244,6 +244,30 @@ def test_large_json_lines_file_is_one_commit_announced_in_chained_pages(service)
     sub.close()
 
 
+def test_shutdown_right_after_a_large_import_still_publishes_every_page(service):
+    """SIGTERM as soon as a large file is committed: the drain pages the
+    commit out of the store before closing it, so the chain is unbroken."""
+    from test_bus import subscriber
+    sub = subscriber(service, topics=(b"changes",))
+    n = 40_000
+    base = service.request({"op": "ping"})["anchor"]
+    drop(service, "last.jsonl", "".join(json.dumps(drink(offset_s=-40 * 86400 - i)) + "\n" for i in range(n)))
+    wait_until(lambda: processed(service, "last.jsonl"), timeout=120)
+    service.stop()
+    last, count = base, 0
+    while last < base + n:
+        try:
+            topic, body = sub.recv_multipart()
+        except Exception:
+            break  # nothing more will come
+        msg = json.loads(body)
+        assert msg["previousAnchor"] == last
+        count += len(msg["added"])
+        last = msg["anchor"]
+    assert (last, count) == (base + n, n)
+    sub.close()
+
+
 def test_bad_line_late_in_a_large_file_stores_nothing(service):
     drinks = [drink(offset_s=-i) for i in range(12_000)]
     lines = [json.dumps(d) for d in drinks]

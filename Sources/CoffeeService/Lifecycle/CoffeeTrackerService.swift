@@ -160,6 +160,10 @@ public final class CoffeeTrackerService: Sendable {
         await importer.close()
         await ingest.stop()
         await query.stop()
+        // Every commit is made and published while the store can still be
+        // read: a large commit is paged out from it.
+        await store.commitPending()
+        await broadcaster.sent()
         await store.close()
         await follower.value
         refresher.cancel()

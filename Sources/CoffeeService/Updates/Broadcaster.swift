@@ -21,6 +21,8 @@ public final class Broadcaster: Sendable {
         /// page by page on the publisher's thread, so memory is one page and
         /// the store's commit does not wait for it.
         case pages(CommittedBatch, HealthStore)
+        /// Called once everything posted before it has been sent.
+        case barrier(@Sendable () -> Void)
     }
 
     private let loop: SocketLoop<Outgoing>
@@ -76,6 +78,8 @@ public final class Broadcaster: Sendable {
                                 socket, anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: added, deleted: deleted)
                         case .pages(let batch, let store):
                             self.sendPages(socket, batch, store: store)
+                        case .barrier(let reached):
+                            reached()
                         }
                     }
                 },
@@ -143,6 +147,22 @@ public final class Broadcaster: Sendable {
             sendChanges(socket, anchor: page.anchor, previousAnchor: previous, added: page.added, deleted: page.deleted)
             previous = page.anchor
             if !page.hasMore { break }
+        }
+    }
+
+    /// Returns once everything queued before the call has been handed to
+    /// ZeroMQ, large commits paged out from the store included (so the store
+    /// must still be open), or after `timeout` if the publisher is stuck.
+    public func sent(timeout: Duration = .seconds(30)) async {
+        let waiter = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        let resume: @Sendable () -> Void = { waiter.withLock { slot in defer { slot = nil }; return slot }?.resume() }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            waiter.withLock { $0 = continuation }
+            if !loop.mailbox.post(.barrier(resume)) { resume() }  // a full queue has dropped already
+            Task {
+                try? await Task.sleep(for: timeout)
+                resume()
+            }
         }
     }
 
