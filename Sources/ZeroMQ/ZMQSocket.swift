@@ -31,6 +31,8 @@ public final class ZMQSocket {
     /// Kept so that the context outlives the socket: terminating a context
     /// waits for its open sockets, so dropping it first would hang.
     private let context: ZMQContext
+    private var scratchMessages: [zmq_msg_t] = []
+    private var scratchFrames: [UnsafeRawBufferPointer] = []
 
     public init(_ context: ZMQContext, _ kind: Kind) throws(ZMQError) {
         guard let h = zmq_socket(context.handle, kind.raw) else { throw ZMQError.last("creating a \(kind) socket") }
@@ -171,9 +173,18 @@ public final class ZMQSocket {
     /// only inside `body`. For the bus, where a copy per frame was a
     /// measurable share of the ingest thread.
     public func receive<R>(dontWait: Bool = false, _ body: ([UnsafeRawBufferPointer]) -> R) throws(ZMQError) -> R? {
-        var messages: [zmq_msg_t] = []
+        // Reused from call to call (the socket has one thread): growing a
+        // fresh array per message was an allocation or two per bus message.
+        var messages = scratchMessages
+        var frames = scratchFrames
+        scratchMessages = []
+        scratchFrames = []
         defer {
             for i in messages.indices { zmq_msg_close(&messages[i]) }
+            messages.removeAll(keepingCapacity: true)
+            frames.removeAll(keepingCapacity: true)
+            scratchMessages = messages
+            scratchFrames = frames
         }
         while true {
             var msg = zmq_msg_t()
@@ -193,8 +204,8 @@ public final class ZMQSocket {
         // zmq_msg_t is a fixed blob that may be moved while not in use; the
         // data pointers stay put (long messages live on the heap, short ones
         // are read here, after the array has stopped growing).
-        let frames = messages.indices.map { i in
-            UnsafeRawBufferPointer(start: zmq_msg_data(&messages[i]), count: zmq_msg_size(&messages[i]))
+        for i in messages.indices {
+            frames.append(UnsafeRawBufferPointer(start: zmq_msg_data(&messages[i]), count: zmq_msg_size(&messages[i])))
         }
         return body(frames)
     }
