@@ -1,5 +1,6 @@
 import CoffeeDomain
 import Foundation
+import HealthStore
 import Logging
 
 /// The model: the drinks that matter now and the anchor they reflect; the
@@ -55,6 +56,29 @@ public actor CoffeeData {
         self.anchor = max(self.anchor, anchor)
         removeOutdatedDrinks()
         await drinksUpdated()
+    }
+
+    /// What `follow(_:)` did with a commit.
+    public enum FollowOutcome: Sendable {
+        /// Applied: it followed on from the model's anchor.
+        case applied
+        /// Already covered by the model's anchor.
+        case alreadyHeld
+        /// It does not follow on from the model's anchor: catch up from the store.
+        case gap
+        /// Too large to carry its changes: rebuild from the store.
+        case tooLarge
+    }
+
+    /// Applies a commit when it follows on from the model's anchor, in one
+    /// call (one hop onto the model per commit, not two).
+    public func follow(_ batch: CommittedBatch) async -> FollowOutcome {
+        if batch.anchor <= anchor { return .alreadyHeld }
+        if !batch.isComplete { return .tooLarge }
+        if batch.previousAnchor != anchor { return .gap }
+        let (added, deleted) = batch.resolved()
+        await updateModel(newDrinks: added, deletedDrinks: Set(deleted.map(\.uuid)), anchor: batch.anchor)
+        return .applied
     }
 
     /// Drops drinks too old to matter, at most once a minute (the model's

@@ -73,16 +73,11 @@ public actor HealthKitController {
     /// store's thread more than the import itself.
     public func follow(_ updates: AsyncStream<CommittedBatch>) async {
         for await batch in updates {
-            let current = await model.anchor
-            if batch.anchor <= current { continue }
             do {
-                if !batch.isComplete {
-                    try await rebuild()
-                } else if batch.previousAnchor == current {
-                    let (added, deleted) = batch.resolved()
-                    await model.updateModel(newDrinks: added, deletedDrinks: Set(deleted.map(\.uuid)), anchor: batch.anchor)
-                } else {
-                    try await loadNewData()
+                switch await model.follow(batch) {
+                case .applied, .alreadyHeld: break
+                case .tooLarge: try await rebuild()
+                case .gap: try await loadNewData()
                 }
             } catch {
                 logger.error("could not catch up with the store", ["error": "\(error)"])

@@ -207,6 +207,22 @@ struct CoffeeDataTests {
         await store.close()
     }
 
+    /// A commit applies only when it follows on from the model's anchor;
+    /// otherwise the model says what the controller must do instead.
+    @Test func followSaysWhatACommitNeeds() async {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let m = f.model()
+        let a = f.drink(-60)
+        #expect(await m.follow(CommittedBatch(anchor: 2, previousAnchor: 1, log: [.added(a)])) == .gap)
+        #expect(await m.follow(CommittedBatch(anchor: 9, previousAnchor: 0, log: [], isComplete: false)) == .tooLarge)
+        #expect(await m.follow(CommittedBatch(anchor: 1, previousAnchor: 0, log: [.added(a)])) == .applied)
+        #expect(await m.drinks == [a])
+        #expect(await m.anchor == 1)
+        #expect(await m.follow(CommittedBatch(anchor: 1, previousAnchor: 0, log: [.deleted(Tombstone(uuid: a.uuid, version: 1))])) == .alreadyHeld)
+        #expect(await m.drinks == [a])
+    }
+
     @Test func controllerFollowsCommits() async throws {
         let f = Fixture()
         defer { f.cleanup() }
