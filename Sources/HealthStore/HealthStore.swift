@@ -357,16 +357,9 @@ public actor HealthStore {
         let end = min(through ?? currentAnchor, currentAnchor)
         let rows = try statements.changes(after: since ?? 0, through: end, liveOnly: since == nil, limit: limit + 1)
         let hasMore = rows.count > limit
-        var added: [Drink] = []
-        var deleted: [Tombstone] = []
-        var last: Int64 = since ?? 0
-        for row in rows.prefix(limit) {
-            switch row.change {
-            case .added(let drink): added.append(drink)
-            case .deleted(let tombstone): deleted.append(tombstone)
-            }
-            last = row.anchor
-        }
+        let page = rows.prefix(limit)
+        let (added, deleted) = CommittedBatch.Change.split(page.lazy.map(\.change))
+        let last = page.last?.anchor ?? since ?? 0
         return ChangeSet(added: added, deleted: deleted, anchor: hasMore ? last : end, hasMore: hasMore)
     }
 

@@ -85,8 +85,7 @@ final class Statements: @unchecked Sendable {
 
     struct Row {
         var anchor: Int64
-        var change: Change
-        enum Change { case added(Drink), deleted(Tombstone) }
+        var change: CommittedBatch.Change
     }
 
     func changes(after anchor: Int64, through end: Int64, liveOnly: Bool, limit: Int) throws -> [Row] {

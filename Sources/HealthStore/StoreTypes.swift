@@ -52,7 +52,7 @@ public struct ChangeSet: Sendable, Hashable {
 }
 
 /// One durable commit, as the store's update stream reports it: the
-/// anchored query's update handler. Each UUID appears once, in its final state.
+/// anchored query's update handler.
 public struct CommittedBatch: Sendable, Hashable {
     /// One change as the commit made it.
     public enum Change: Sendable, Hashable {
@@ -64,6 +64,19 @@ public struct CommittedBatch: Sendable, Hashable {
             case .added(let d): d.uuid
             case .deleted(let t): t.uuid
             }
+        }
+
+        /// The drinks and the tombstones of `changes`, each in order.
+        static func split(_ changes: some Sequence<Change>) -> (added: [Drink], deleted: [Tombstone]) {
+            var added: [Drink] = []
+            var deleted: [Tombstone] = []
+            for change in changes {
+                switch change {
+                case .added(let d): added.append(d)
+                case .deleted(let t): deleted.append(t)
+                }
+            }
+            return (added, deleted)
         }
     }
 
@@ -93,22 +106,14 @@ public struct CommittedBatch: Sendable, Hashable {
         var position: [UUID: Int] = [:]
         position.reserveCapacity(log.count)
         for change in log {
-            if let i = position.updateValue(final.count, forKey: change.uuid) {
-                position[change.uuid] = i
-                final[i] = change
+            if let i = position[change.uuid] {
+                final[i] = change  // a later write of the same UUID wins, in the first one's place
             } else {
+                position[change.uuid] = final.count
                 final.append(change)
             }
         }
-        var added: [Drink] = []
-        var deleted: [Tombstone] = []
-        for change in final {
-            switch change {
-            case .added(let d): added.append(d)
-            case .deleted(let t): deleted.append(t)
-            }
-        }
-        return (added, deleted)
+        return Change.split(final)
     }
 
     /// `resolved().added`.
