@@ -56,19 +56,21 @@ public struct BatchDecoder: Sendable {
         return out
     }
 
-    /// Decodes a JSON object, or an array of them, into `T`s; an element that
-    /// is not an object comes back as nil so that it can be named.
+    /// Decodes a JSON object, or an array of them, into `T`s, read member by
+    /// member (no tree); an element that is not an object comes back as nil
+    /// so that it can be named.
     public static func decode<T: JSONObjectInput>(_: T.Type, json data: UnsafeRawBufferPointer) throws(ValidationError) -> ([T?], Bool) {
-        let value: JSONValue
+        let read: (objects: [T?], isArray: Bool)?
         do throws(JSONReader.SyntaxError) {
-            value = try JSONReader.parse(data)
+            read = try JSONReader.objects(T.self, in: data)
         } catch {
             if !data.contains(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }) {
                 throw ValidationError(rule: "body is empty; expected a JSON object or array")
             }
             throw ValidationError(rule: "body is not valid JSON (\(error))")
         }
-        return try inputs(T.self, from: value)
+        guard let read else { throw ValidationError(rule: "body must be a JSON object or array") }
+        return (read.objects, read.isArray)
     }
 
     /// `T`s from an object or an array of objects already read.

@@ -19,7 +19,23 @@ public enum InputDate: Sendable, Hashable {
 /// `Decodable` init reads it from a property list: field by field, never
 /// failing on a field.
 public protocol JSONObjectInput: Sendable {
-    init(json object: JSONValue)
+    /// Nothing read yet: every field absent.
+    init()
+    /// Takes one member of the object. A name given twice is taken twice,
+    /// so the last one wins, as with `JSONValue[member:]`.
+    mutating func take(_ key: JSONKey, _ value: JSONValue)
+}
+
+extension JSONObjectInput {
+    /// From an object already read whole (an inbox document, a query).
+    public init(json object: JSONValue) {
+        self.init()
+        guard case .object(let members) = object else { return }
+        for (name, value) in members {
+            var name = name
+            name.withUTF8 { take(JSONKey(bytes: $0), value) }
+        }
+    }
 }
 
 extension InputField<String> {
@@ -85,13 +101,20 @@ public struct DrinkInput: Decodable, JSONObjectInput {
         date = Self.dateField(c, .date)
     }
 
-    public init(json object: JSONValue) {
-        uuid = .init(json: object[member: "uuid"], expected: "a string")
-        mgCaffeine = .init(json: object[member: "mgCaffeine"], expected: "a number")
-        type = .init(json: object[member: "type"], expected: "a string")
-        version = .init(json: object[member: "version"], expected: "an integer")
-        source = .init(json: object[member: "source"], expected: "a string")
-        date = .init(json: object[member: "date"])
+    public mutating func take(_ key: JSONKey, _ value: JSONValue) {
+        if key == "uuid" {
+            uuid = .init(json: value, expected: "a string")
+        } else if key == "mgCaffeine" {
+            mgCaffeine = .init(json: value, expected: "a number")
+        } else if key == "date" {
+            date = .init(json: value)
+        } else if key == "type" {
+            type = .init(json: value, expected: "a string")
+        } else if key == "version" {
+            version = .init(json: value, expected: "an integer")
+        } else if key == "source" {
+            source = .init(json: value, expected: "a string")
+        }
     }
 
     static let dateExpected = "an RFC 3339 date string or epoch seconds"
@@ -116,10 +139,19 @@ public struct DrinkInput: Decodable, JSONObjectInput {
 /// A deletion as it arrived: `{"uuid", "version"}`, or JSON Lines'
 /// `{"delete": "<uuid>"}`.
 public struct DeletionInput: Decodable, JSONObjectInput {
-    public var uuid: InputField<String> = .absent
+    /// The `uuid` member, or `delete` when `uuid` is absent and `delete` was given.
+    public var uuid: InputField<String> {
+        if case .absent = named, let delete { delete } else { named }
+    }
     public var version: InputField<Double> = .absent
     /// Which key held the UUID, so errors name the field the sender used.
-    public var uuidKey = "uuid"
+    public var uuidKey: String {
+        if case .absent = named, delete != nil { "delete" } else { "uuid" }
+    }
+    /// The `uuid` member.
+    private var named: InputField<String> = .absent
+    /// The `delete` member; nil when the object has none.
+    private var delete: InputField<String>?
 
     public init() {}
 
@@ -127,20 +159,18 @@ public struct DeletionInput: Decodable, JSONObjectInput {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: Key.self)
-        uuid = DrinkInput.field(c, .uuid, "a string")
-        if case .absent = uuid, c.contains(.delete) {
-            uuid = DrinkInput.field(c, .delete, "a string")
-            uuidKey = "delete"
-        }
+        named = DrinkInput.field(c, .uuid, "a string")
+        if c.contains(.delete) { delete = DrinkInput.field(c, .delete, "a string") }
         version = DrinkInput.field(c, .version, "an integer")
     }
 
-    public init(json object: JSONValue) {
-        uuid = .init(json: object[member: "uuid"], expected: "a string")
-        if case .absent = uuid, let delete = object[member: "delete"] {
-            uuid = .init(json: delete, expected: "a string")
-            uuidKey = "delete"
+    public mutating func take(_ key: JSONKey, _ value: JSONValue) {
+        if key == "uuid" {
+            named = .init(json: value, expected: "a string")
+        } else if key == "delete" {
+            delete = .init(json: value, expected: "a string")
+        } else if key == "version" {
+            version = .init(json: value, expected: "an integer")
         }
-        version = .init(json: object[member: "version"], expected: "an integer")
     }
 }

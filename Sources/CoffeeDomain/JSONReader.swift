@@ -32,6 +32,42 @@ public enum JSONReader {
         return try parser.document()
     }
 
+    /// A JSON object, or an array of objects, read member by member into
+    /// `T`s, without building a `JSONValue` tree for the object: the bus
+    /// reads every message this way. An array element that is not an object
+    /// comes back as nil, so that it can be named.
+    ///
+    /// - Returns: nil when `bytes` is valid JSON but neither an object nor an array.
+    public static func objects<T: JSONObjectInput>(_: T.Type, in bytes: UnsafeRawBufferPointer) throws(SyntaxError) -> (
+        objects: [T?], isArray: Bool
+    )? {
+        var parser = Parser(bytes: bytes.bindMemory(to: UInt8.self))
+        parser.skipWhitespace()
+        let result: (objects: [T?], isArray: Bool)?
+        switch parser.peek {
+        case UInt8(ascii: "{"):
+            result = ([try parser.object(T.self)], false)
+        case UInt8(ascii: "["):
+            var items: [T?] = []
+            try parser.elements(closing: "]", in: "array") { (p: inout Parser) throws(SyntaxError) in
+                p.skipWhitespace()
+                if p.peek == UInt8(ascii: "{") {
+                    items.append(try p.object(T.self))
+                } else {
+                    _ = try p.value()
+                    items.append(nil)
+                }
+            }
+            result = (items, true)
+        default:
+            _ = try parser.value()
+            result = nil
+        }
+        parser.skipWhitespace()
+        guard parser.i == parser.bytes.count else { throw parser.fail("unexpected text after the JSON value") }
+        return result
+    }
+
     private struct Parser {
         let bytes: UnsafeBufferPointer<UInt8>
         var i = 0
@@ -92,18 +128,68 @@ public enum JSONReader {
             return .array(items)
         }
 
+        /// The byte at the read position, if any.
+        var peek: UInt8? { i < bytes.count ? bytes[i] : nil }
+
         mutating func object() throws(SyntaxError) -> JSONValue {
-            var members: [(String, JSONValue)] = []
+            var read: [(String, JSONValue)] = []
+            try members { (p: inout Parser) throws(SyntaxError) in
+                let key = try p.string()
+                try p.colon()
+                read.append((key, try p.value()))
+            }
+            return .object(read)
+        }
+
+        /// An object read straight into a `T`: each member's name is compared
+        /// in place (no `String` unless it has escapes or non-ASCII bytes).
+        mutating func object<T: JSONObjectInput>(_: T.Type) throws(SyntaxError) -> T {
+            var input = T()
+            try members { (p: inout Parser) throws(SyntaxError) in
+                if let name = p.plainName() {
+                    try p.colon()
+                    input.take(JSONKey(bytes: name), try p.value())
+                } else {
+                    var name = try p.string()
+                    try p.colon()
+                    let value = try p.value()
+                    name.withUTF8 { input.take(JSONKey(bytes: $0), value) }
+                }
+            }
+            return input
+        }
+
+        /// The members of an object, from its opening brace; `member` reads
+        /// one, from its name's opening quote.
+        mutating func members(_ member: (inout Parser) throws(SyntaxError) -> Void) throws(SyntaxError) {
             try elements(closing: "}", in: "object") { (p: inout Parser) throws(SyntaxError) in
                 p.skipWhitespace()
-                guard p.i < p.bytes.count, p.bytes[p.i] == UInt8(ascii: "\"") else { throw p.fail("expected a member name in quotes") }
-                let key = try p.string()
-                p.skipWhitespace()
-                guard p.i < p.bytes.count, p.bytes[p.i] == UInt8(ascii: ":") else { throw p.fail("expected ':' after member name") }
-                p.i += 1
-                members.append((key, try p.value()))
+                guard p.peek == UInt8(ascii: "\"") else { throw p.fail("expected a member name in quotes") }
+                try member(&p)
             }
-            return .object(members)
+        }
+
+        mutating func colon() throws(SyntaxError) {
+            skipWhitespace()
+            guard peek == UInt8(ascii: ":") else { throw fail("expected ':' after member name") }
+            i += 1
+        }
+
+        /// A member name of printable ASCII without escapes, in place, from
+        /// its opening quote; nil (nothing read) for any other name.
+        mutating func plainName() -> UnsafeBufferPointer<UInt8>? {
+            var j = i + 1
+            while j < bytes.count {
+                let b = bytes[j]
+                if b == UInt8(ascii: "\"") {
+                    let name = UnsafeBufferPointer(rebasing: bytes[(i + 1)..<j])
+                    i = j + 1
+                    return name
+                }
+                guard b >= 0x20, b < 0x80, b != UInt8(ascii: "\\") else { return nil }
+                j += 1
+            }
+            return nil
         }
 
         /// The elements of an array or object, from its opening bracket to
@@ -263,6 +349,16 @@ public enum JSONReader {
         static func show(_ b: UInt8) -> String {
             (0x21..<0x7F).contains(b) ? "'\(Character(Unicode.Scalar(b)))'" : "byte 0x\(String(b, radix: 16))"
         }
+    }
+}
+
+/// A member name as read, valid only during the call that receives it.
+public struct JSONKey {
+    public let bytes: UnsafeBufferPointer<UInt8>
+
+    public static func == (key: JSONKey, name: StaticString) -> Bool {
+        key.bytes.count == name.utf8CodeUnitCount
+            && (key.bytes.isEmpty || memcmp(key.bytes.baseAddress!, name.utf8Start, key.bytes.count) == 0)
     }
 }
 

@@ -27,7 +27,7 @@ struct BenchMain {
                 measures ingest throughput, latency, inbox import, start-up, fan-out and
                 CPU, each against a baseline taken in the same run. Prints a table and
                 writes FILE (default bench/results.json). --quick uses smaller sizes.
-                --only runs one section: ingest, latency, inbox, startup or fanout.
+                --only runs one section: ingest, latency, inbox, startup, fanout or stages.
                 """)
             return
         }
@@ -154,6 +154,16 @@ struct BenchMain {
                 baseline: st.emptySeconds, baselineName: "empty store", ratio: st.seconds / st.emptySeconds,
                 target: "<= 0.5 s", pass: st.seconds <= 0.5))
             report(Row(figure: "idle RSS with that store", value: st.idleMB, unit: "MB", target: "<= 50", pass: st.idleMB <= 50))
+            }
+
+            // 6. Each stage alone, on one thread: how far each is from limiting the bus.
+            if wanted("stages") {
+                let ceiling = try await ceilingNow()
+                let st = bench.stages(events: events)
+                report(Row(figure: "stage alone: read+validate bus bodies", value: st.decodePerSecond, unit: "events/s",
+                    baseline: ceiling, baselineName: "storage ceiling", ratio: st.decodePerSecond / ceiling, target: "-"))
+                report(Row(figure: "stage alone: write changes messages", value: st.encodePerSecond, unit: "events/s",
+                    baseline: ceiling, baselineName: "storage ceiling", ratio: st.encodePerSecond / ceiling, target: "-"))
             }
 
             // 5. Fan-out.

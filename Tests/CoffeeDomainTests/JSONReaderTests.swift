@@ -114,6 +114,8 @@ struct JSONReaderTests {
             let viaDecodable = try JSONDecoder().decode(DrinkInput.self, from: Data(text.utf8))
             let viaReader = DrinkInput(json: try JSONReader.parse(Data(text.utf8)))
             #expect(outcome(viaReader) == outcome(viaDecodable), "\(text)")
+            let streamed = try Self.streamed(DrinkInput.self, text)
+            #expect(streamed.map(outcome) == [outcome(viaDecodable), outcome(viaDecodable)], "\(text)")
         }
         let deletions = [
             #"{"uuid":"\#(uuid)","version":4}"#, #"{"delete":"\#(uuid)"}"#, #"{"delete":7}"#, #"{"uuid":null,"delete":null}"#,
@@ -130,6 +132,73 @@ struct JSONReaderTests {
             let viaDecodable = try JSONDecoder().decode(DeletionInput.self, from: Data(text.utf8))
             let viaReader = DeletionInput(json: try JSONReader.parse(Data(text.utf8)))
             #expect(outcome(viaReader) == outcome(viaDecodable), "\(text)")
+            let streamed = try Self.streamed(DeletionInput.self, text)
+            #expect(streamed.map(outcome) == [outcome(viaDecodable), outcome(viaDecodable)], "\(text)")
+        }
+    }
+
+    /// `JSONReader.objects` reads each object, one or an array of them,
+    /// straight into its input; both shapes of each object give what the
+    /// tree gives.
+    static func streamed<T: JSONObjectInput>(_: T.Type, _ text: String) throws -> [T] {
+        let one = try Array(text.utf8).withUnsafeBytes { try JSONReader.objects(T.self, in: $0) }
+        let array = try Array("[\(text),\(text)]".utf8).withUnsafeBytes { try JSONReader.objects(T.self, in: $0) }
+        #expect(one?.isArray == false && array?.isArray == true && array?.objects.count == 2)
+        return (one?.objects ?? []).compactMap { $0 } + (array?.objects.dropFirst() ?? []).compactMap { $0 }
+    }
+
+    /// Member names are compared as bytes in place; names with escapes or
+    /// non-ASCII bytes are decoded first, and the last of a repeated name
+    /// wins, as `JSONValue[member:]` has it.
+    @Test func objectsReadNamesAsTheTreeDoes() throws {
+        let uuid = "6B1A4C2E-8F3D-4E5A-9B7C-1D2E3F4A5B6C"
+        let texts = [
+            #"{"uuid":"nope","mgCaffeine":95,"date":"2026-11-29T08:00:00Z","uuid":"\#(uuid)"}"#,
+            #"{"u\u0075id":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00Z"}"#,
+            #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00Z","caf\#u{e9}":1,"type":"blackTea"}"#,
+            #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00Z","":0,"uuidx":"x","uui":"y"}"#,
+            #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00Z","mgCaffeine":"x"}"#,
+        ]
+        let validator = DrinkValidator()
+        let now = RFC3339.parse("2026-11-29T12:00:00Z")!
+        func outcome(_ input: DrinkInput) -> String {
+            do throws(ValidationError) {
+                return "\(try validator.drink(from: input, now: now, defaultSource: "bus"))"
+            } catch {
+                return error.description
+            }
+        }
+        for text in texts {
+            let tree = DrinkInput(json: try JSONReader.parse(Data(text.utf8)))
+            #expect(try Self.streamed(DrinkInput.self, text).map(outcome) == [outcome(tree), outcome(tree)], "\(text)")
+        }
+        let read = try texts.map { try Self.streamed(DrinkInput.self, $0)[0] }
+        #expect(outcome(read[0]).hasPrefix("Drink("))  // the second uuid won
+        #expect(outcome(read[1]).hasPrefix("Drink("))  // an escaped name is still "uuid"
+        #expect(outcome(read[2]).contains("blackTea"))  // a non-ASCII name is read and ignored
+        #expect(outcome(read[3]).hasPrefix("Drink("))  // names that only start like a field are not it
+        #expect(outcome(read[4]).contains("mgCaffeine"))  // the second mgCaffeine won, and is wrong
+    }
+
+    /// Elements that are not objects come back as nil; a document that is
+    /// neither an object nor an array as nil; bad text with the error the
+    /// tree reader gives.
+    @Test func objectsReportShapesAndErrorsAsTheTreeDoes() throws {
+        let mixed = try Array(#"[{"delete":"x"}, 7, [], {}]"#.utf8).withUnsafeBytes {
+            try JSONReader.objects(DeletionInput.self, in: $0)
+        }
+        #expect(mixed?.objects.map { $0 == nil } == [false, true, true, false])
+        for scalar in ["7", #""text""#, "null", " true "] {
+            #expect(try Array(scalar.utf8).withUnsafeBytes { try JSONReader.objects(DrinkInput.self, in: $0) } == nil)
+        }
+        for text in Self.invalid + [#"{"a":1}x"#, #"[{"a":1},]"#, #"{"a\u00"}"#, #"{"a":1"#, #"[{"#] {
+            var treeError: JSONReader.SyntaxError?
+            do { _ = try JSONReader.parse(Data(text.utf8)) } catch { treeError = error }
+            var streamError: JSONReader.SyntaxError?
+            do { _ = try Array(text.utf8).withUnsafeBytes { try JSONReader.objects(DrinkInput.self, in: $0) } } catch {
+                streamError = error as? JSONReader.SyntaxError
+            }
+            #expect(streamError != nil && streamError == treeError, "\(text)")
         }
     }
 }
