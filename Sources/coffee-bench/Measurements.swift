@@ -258,10 +258,18 @@ struct Bench {
         return Double(events) / (now() - t0)
     }
 
+    /// What the store alone does with `events` drinks.
+    struct Ceiling {
+        var eventsPerSecond: Double
+        /// This process's CPU seconds (user and system) per 100k drinks:
+        /// nothing else runs here meanwhile.
+        var cpuPer100k: Double
+    }
+
     /// Baseline: the store alone, same schema and settings, `events` drinks
     /// submitted at once in batches of `batch` (the path the bus takes, with
     /// group commit), no ZeroMQ, no JSON.
-    func storageCeiling(events: Int, batch: Int) async throws -> Double {
+    func storageCeiling(events: Int, batch: Int) async throws -> Ceiling {
         sync()  // as in live(): no earlier write-back in this measurement
         let dir = folder("storage")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -273,6 +281,7 @@ struct Bench {
                     Drink(mgCaffeine: 95.5, date: Date().addingTimeInterval(-Double.random(in: 60...(365 * 86_400))), source: "bench")
                 })
         }
+        let cpu0 = processCPUSeconds()
         let t0 = now()
         let left = Atomic<Int>(batches.count)
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -282,10 +291,19 @@ struct Bench {
                 }
             }
         }
-        let rate = Double(events) / (now() - t0)
+        let ceiling = Ceiling(
+            eventsPerSecond: Double(events) / (now() - t0), cpuPer100k: (processCPUSeconds() - cpu0) / Double(events) * 100_000)
         await store.close()
         try? FileManager.default.removeItem(at: dir)
-        return rate
+        return ceiling
+    }
+
+    /// User and system CPU seconds of this process so far.
+    func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
     // MARK: 2. Latency and CPU at a steady rate
