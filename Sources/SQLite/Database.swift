@@ -9,8 +9,12 @@ public final class Database {
     let handle: OpaquePointer
     public let path: String
 
+    /// Process-wide settings, made once before the first connection opens.
+    private static let configured: Int32 = csqlite_disable_memory_statistics()
+
     /// Opens (or creates) the database at `path`.
     public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        _ = Self.configured
         var db: OpaquePointer?
         let flags =
             (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
