@@ -123,6 +123,13 @@ public actor HealthStore {
     public nonisolated func submit(
         _ batch: WriteBatch, completion: @escaping @Sendable (Result<WriteResult, any Error>) -> Void
     ) {
+        let count = batch.count
+        let backlog = self.backlogCount
+        backlog.add(count)
+        let completion: @Sendable (Result<WriteResult, any Error>) -> Void = { result in
+            backlog.remove(count)
+            completion(result)
+        }
         let schedule = submitted.withLock { state -> Bool in
             state.items.append(Pending(batch: batch, completion: completion))
             if state.scheduled { return false }
@@ -151,7 +158,16 @@ public actor HealthStore {
     }
 
     /// Changes submitted but not yet committed, for back-pressure.
-    public nonisolated var backlog: Int { submitted.withLock { $0.items.reduce(0) { $0 + $1.batch.count } } }
+    public nonisolated var backlog: Int { backlogCount.value }
+    private nonisolated let backlogCount = Backlog()
+
+    /// Blocks the calling thread (a producer's, never the store's) until
+    /// fewer than `limit` submitted changes await commit, or `timeout`
+    /// passes. Returns whether the backlog is below `limit`.
+    @discardableResult
+    public nonisolated func waitForBacklog(below limit: Int, timeout: Duration) -> Bool {
+        backlogCount.wait(below: limit, timeout: timeout)
+    }
 
     private func enqueue(_ batch: WriteBatch, completion: @escaping @Sendable (Result<WriteResult, any Error>) -> Void) {
         guard db != nil else { return completion(.failure(StoreError.closed)) }

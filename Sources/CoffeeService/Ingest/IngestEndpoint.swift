@@ -55,7 +55,10 @@ public final class IngestEndpoint: Sendable {
                 sockets: [socket],
                 readable: { _ in
                     if store.backlog > Self.maxBacklog {
-                        usleep(1000)  // the store is behind: let ZeroMQ's queue absorb the burst
+                        // The store is behind: leave the messages in ZeroMQ's
+                        // queue and sleep until its commits halve the backlog
+                        // (at most 100 ms at a time, so a stop is noticed).
+                        store.waitForBacklog(below: Self.maxBacklog / 2, timeout: .milliseconds(100))
                         return
                     }
                     self.readBatch(socket, decoder: decoder, now: clock.now(), store: store)
