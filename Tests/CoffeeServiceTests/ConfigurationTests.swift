@@ -59,11 +59,30 @@ struct ConfigurationTests {
         (#"{"log": {"format": "xml"}}"#, "log.format must be text or json"),
         (#"{"dataDirectory": 3}"#, "dataDirectory must be a string"),
         (#"[]"#, "must be a JSON object"),
+        (#"{"log": {"level": "info", "level": "debug"}}"#, "log.level is given twice"),
+        (#"{"store": {}, "store": {}}"#, "store is given twice"),
+        (#"{"model": {"halfLifeHours": "5"}}"#, "model.halfLifeHours must be a number"),
     ])
     func errorsNameTheKey(json: String, expected: String) {
         let m = message(json)
         #expect(m.contains(expected), "\(m)")
         #expect(m.hasPrefix("c.json"))
+    }
+
+    /// The file is read by the service's own strict JSON reader, and a
+    /// syntax error says where, as a person editing the file counts: line
+    /// and column.
+    @Test func syntaxErrorsGiveLineAndColumn() {
+        let text = """
+            {
+              "log": {"level": "info",},
+              "store": {}
+            }
+            """
+        #expect(message(text) == "c.json:2:27: not valid JSON (expected a member name in quotes)")
+        #expect(message("{\"a\": 1") == "c.json:1:8: not valid JSON (unterminated object)")
+        #expect(message("") == "c.json:1:1: not valid JSON (unexpected end of input)")
+        #expect(message("{} // defaults").hasPrefix("c.json:1:4: not valid JSON"))
     }
 
     @Test func logLineFormats() {

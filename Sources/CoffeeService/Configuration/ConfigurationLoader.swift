@@ -26,14 +26,17 @@ public enum ConfigurationLoader {
     }
 
     public static func parse(_ data: Data, file: String, relativeTo folder: String) throws -> ServiceConfiguration {
-        let root: Any
-        do {
-            root = try JSONSerialization.jsonObject(with: data)
+        // The same strict reader as the bus, the inbox and the query
+        // endpoint: a trailing comma is not JSON here either.
+        let root: JSONValue
+        do throws(JSONReader.SyntaxError) {
+            root = try JSONReader.parse(data)
         } catch {
-            throw ConfigurationError(message: "\(file): not valid JSON (\(BatchDecoder.describe(error)))")
+            let (line, column) = position(of: error.offset, in: data)
+            throw ConfigurationError(message: "\(file):\(line):\(column): not valid JSON (\(error.message))")
         }
         let reader = Reader(file: file)
-        guard let top = root as? [String: Any] else { throw reader.fail("", "must be a JSON object") }
+        guard case .object(let top) = root else { throw reader.fail("", "must be a JSON object") }
         var c = ServiceConfiguration()
         c.dataDirectory = "../data"
         c.inboxDirectory = "../inbox"
@@ -105,6 +108,17 @@ public enum ConfigurationLoader {
         return (joined as NSString).standardizingPath
     }
 
+    /// Line and column (both from 1, columns in bytes) of byte `offset`:
+    /// people edit this file by hand.
+    static func position(of offset: Int, in data: Data) -> (line: Int, column: Int) {
+        let before = data.prefix(max(0, offset))
+        let line = before.reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+        let lineStart = before.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? before.startIndex
+        return (line, before.endIndex - lineStart + 1)
+    }
+
+    typealias Object = [(String, JSONValue)]
+
     /// Typed access to a JSON object, with errors that name the key.
     struct Reader {
         let file: String
@@ -113,52 +127,64 @@ public enum ConfigurationLoader {
             ConfigurationError(message: key.isEmpty ? "\(file): \(rule)" : "\(file): \(key) \(rule)")
         }
 
-        func keys(_ object: [String: Any], _ prefix: String, allowed: Set<String>) throws {
-            for key in object.keys.sorted() where !allowed.contains(key) {
-                throw ConfigurationError(
-                    message: "\(file): unknown key \"\(prefix)\(key)\"; known keys here: \(allowed.sorted().joined(separator: ", "))")
+        /// Refuses a key that is unknown here, or given twice.
+        func keys(_ object: Object, _ prefix: String, allowed: Set<String>) throws {
+            var seen: Set<String> = []
+            for (key, _) in object {
+                guard allowed.contains(key) else {
+                    throw ConfigurationError(
+                        message: "\(file): unknown key \"\(prefix)\(key)\"; known keys here: \(allowed.sorted().joined(separator: ", "))")
+                }
+                guard seen.insert(key).inserted else { throw fail(prefix + key, "is given twice") }
             }
         }
 
-        func section(_ object: [String: Any], _ key: String, allowed: Set<String>) throws -> [String: Any]? {
-            guard let raw = object[key] else { return nil }
-            guard let s = raw as? [String: Any] else { throw fail(key, "must be an object") }
+        func section(_ object: Object, _ key: String, allowed: Set<String>) throws -> Object? {
+            guard let raw = value(object, key) else { return nil }
+            guard case .object(let s) = raw else { throw fail(key, "must be an object") }
             try keys(s, key + ".", allowed: allowed)
             return s
         }
 
-        private func leaf(_ path: String) -> String { String(path.split(separator: ".").last ?? "") }
+        private func value(_ object: Object, _ path: String) -> JSONValue? {
+            let leaf = String(path.split(separator: ".").last ?? "")
+            return object.last { $0.0 == leaf }?.1
+        }
 
-        func string(_ object: [String: Any], _ path: String) throws -> String? {
-            guard let raw = object[leaf(path)] else { return nil }
-            guard let s = raw as? String, !(raw is NSNumber) else { throw fail(path, "must be a string") }
+        func string(_ object: Object, _ path: String) throws -> String? {
+            guard let raw = value(object, path) else { return nil }
+            guard case .string(let s) = raw else { throw fail(path, "must be a string") }
             guard !s.isEmpty else { throw fail(path, "must not be empty") }
             return s
         }
 
-        func number(_ object: [String: Any], _ path: String, above: Double, max: Double = .greatestFiniteMagnitude) throws
+        func number(_ object: Object, _ path: String, above: Double, max: Double = .greatestFiniteMagnitude) throws
             -> Double?
         {
-            guard let raw = object[leaf(path)] else { return nil }
-            guard let n = raw as? NSNumber, !isJSONBoolean(n) else { throw fail(path, "must be a number") }
-            let v = n.doubleValue
+            let v: Double
+            switch value(object, path) {
+            case nil: return nil
+            case .int(let n)?: v = Double(n)
+            case .double(let d)?: v = d
+            default: throw fail(path, "must be a number")
+            }
             guard v.isFinite, v > above else { throw fail(path, "must be > \(formatNumber(above)), got \(formatNumber(v))") }
             guard v <= max else { throw fail(path, "must be <= \(formatNumber(max)), got \(formatNumber(v))") }
             return v
         }
 
-        func int(_ object: [String: Any], _ path: String, min: Int) throws -> Int? {
+        func int(_ object: Object, _ path: String, min: Int) throws -> Int? {
             guard let v = try number(object, path, above: -.greatestFiniteMagnitude) else { return nil }
             guard v == v.rounded(), abs(v) < 9e15 else { throw fail(path, "must be a whole number, got \(v)") }
             guard Int(v) >= min else { throw fail(path, "must be >= \(min), got \(Int(v))") }
             return Int(v)
         }
 
-        func endpoints(_ object: [String: Any], _ path: String) throws -> [String]? {
-            guard let raw = object[leaf(path)] else { return nil }
-            guard let list = raw as? [Any] else { throw fail(path, "must be an array of endpoint strings") }
+        func endpoints(_ object: Object, _ path: String) throws -> [String]? {
+            guard let raw = value(object, path) else { return nil }
+            guard case .array(let list) = raw else { throw fail(path, "must be an array of endpoint strings") }
             return try list.enumerated().map { (i, item) in
-                guard let s = item as? String, !(item is NSNumber) else { throw fail("\(path)[\(i)]", "must be a string") }
+                guard case .string(let s) = item else { throw fail("\(path)[\(i)]", "must be a string") }
                 let schemes = ["tcp://", "ipc://", "inproc://"]
                 guard schemes.contains(where: { s.hasPrefix($0) }), s.count > 6 else {
                     throw fail("\(path)[\(i)]", "must be a ZeroMQ endpoint (tcp://host:port, ipc://path), got \"\(s)\"")
@@ -167,12 +193,6 @@ public enum ConfigurationLoader {
             }
         }
     }
-}
-
-/// True when `n` came from a JSON `true`/`false` (Foundation hands those
-/// out as a boolean subclass of NSNumber, whose type code is "c").
-func isJSONBoolean(_ n: NSNumber) -> Bool {
-    String(describing: type(of: n)).contains("Boolean")
 }
 
 func formatNumber(_ v: Double) -> String {
