@@ -41,31 +41,88 @@ public enum JSONReader {
     public static func objects<T: JSONObjectInput>(_: T.Type, in bytes: UnsafeRawBufferPointer) throws(SyntaxError) -> (
         objects: [T?], isArray: Bool
     )? {
-        var parser = Parser(bytes: bytes.bindMemory(to: UInt8.self))
-        parser.skipWhitespace()
+        var cursor = Cursor(bytes)
         let result: (objects: [T?], isArray: Bool)?
-        switch parser.peek {
+        switch cursor.peek() {
         case UInt8(ascii: "{"):
-            result = ([try parser.object(T.self)], false)
+            result = ([try cursor.object(T.self)], false)
         case UInt8(ascii: "["):
             var items: [T?] = []
-            try parser.elements(closing: "]", in: "array") { (p: inout Parser) throws(SyntaxError) in
-                p.skipWhitespace()
-                if p.peek == UInt8(ascii: "{") {
-                    items.append(try p.object(T.self))
-                } else {
-                    _ = try p.value()
-                    items.append(nil)
-                }
-            }
+            try cursor.elements { (c: inout Cursor) throws(SyntaxError) in items.append(try c.objectOrSkip(T.self)) }
             result = (items, true)
         default:
-            _ = try parser.value()
+            _ = try cursor.value()
             result = nil
         }
-        parser.skipWhitespace()
-        guard parser.i == parser.bytes.count else { throw parser.fail("unexpected text after the JSON value") }
+        try cursor.end()
         return result
+    }
+
+    /// Reads one document piece by piece, in order, for a caller that knows
+    /// its shape: memory is what the caller keeps, not a tree of the whole.
+    /// Every method reads strictly and throws where the text is not JSON.
+    public struct Cursor {
+        private var parser: Parser
+
+        public init(_ bytes: UnsafeRawBufferPointer) {
+            parser = Parser(bytes: bytes.bindMemory(to: UInt8.self))
+        }
+
+        private init(parser: Parser) { self.parser = parser }
+
+        /// The first byte of the next value, after whitespace (`{` for an
+        /// object, `[` for an array); nil at the end of the text.
+        public mutating func peek() -> UInt8? {
+            parser.skipWhitespace()
+            return parser.peek
+        }
+
+        /// The next value, whole.
+        public mutating func value() throws(SyntaxError) -> JSONValue { try parser.value() }
+
+        /// The next value, an object, read straight into a `T`.
+        public mutating func object<T: JSONObjectInput>(_: T.Type) throws(SyntaxError) -> T {
+            try parser.object(T.self)
+        }
+
+        /// The next value as a `T` when it is an object; otherwise read, dropped, and nil.
+        public mutating func objectOrSkip<T: JSONObjectInput>(_: T.Type) throws(SyntaxError) -> T? {
+            if peek() == UInt8(ascii: "{") { return try object(T.self) }
+            _ = try value()
+            return nil
+        }
+
+        /// The next value, an array: `element` reads each element (exactly one value).
+        public mutating func elements(_ element: (inout Cursor) throws(SyntaxError) -> Void) throws(SyntaxError) {
+            guard peek() == UInt8(ascii: "[") else { throw parser.fail("expected an array") }
+            try parser.elements(closing: "]", in: "array") { (p: inout Parser) throws(SyntaxError) in
+                try Cursor.lend(&p, element)
+            }
+        }
+
+        /// The next value, an object: `member` gets each name, valid during
+        /// the call, and reads its value (exactly one).
+        public mutating func members(_ member: (JSONKey, inout Cursor) throws(SyntaxError) -> Void) throws(SyntaxError) {
+            guard peek() == UInt8(ascii: "{") else { throw parser.fail("expected an object") }
+            try parser.members { (p: inout Parser) throws(SyntaxError) in
+                try p.named { (key: JSONKey, p: inout Parser) throws(SyntaxError) in
+                    try Cursor.lend(&p) { (c: inout Cursor) throws(SyntaxError) in try member(key, &c) }
+                }
+            }
+        }
+
+        /// Only whitespace is left.
+        public mutating func end() throws(SyntaxError) {
+            parser.skipWhitespace()
+            guard parser.i == parser.bytes.count else { throw parser.fail("unexpected text after the JSON value") }
+        }
+
+        /// Runs `body` on a cursor over `parser`'s position, and takes back where it stopped.
+        private static func lend(_ parser: inout Parser, _ body: (inout Cursor) throws(SyntaxError) -> Void) throws(SyntaxError) {
+            var cursor = Cursor(parser: parser)
+            defer { parser = cursor.parser }
+            try body(&cursor)
+        }
     }
 
     private struct Parser {
@@ -146,17 +203,26 @@ public enum JSONReader {
         mutating func object<T: JSONObjectInput>(_: T.Type) throws(SyntaxError) -> T {
             var input = T()
             try members { (p: inout Parser) throws(SyntaxError) in
-                if let name = p.plainName() {
-                    try p.colon()
-                    input.take(JSONKey(bytes: name), try p.value())
-                } else {
-                    var name = try p.string()
-                    try p.colon()
-                    let value = try p.value()
-                    name.withUTF8 { input.take(JSONKey(bytes: $0), value) }
-                }
+                try p.named { (key: JSONKey, p: inout Parser) throws(SyntaxError) in input.take(key, try p.value()) }
             }
             return input
+        }
+
+        /// One member, from its name's opening quote: the name (in place
+        /// when plain), the colon, then `body` reads the value.
+        mutating func named(_ body: (JSONKey, inout Parser) throws(SyntaxError) -> Void) throws(SyntaxError) {
+            if let name = plainName() {
+                try colon()
+                try body(JSONKey(bytes: name), &self)
+                return
+            }
+            var name = try string()
+            try colon()
+            var failure: SyntaxError?
+            name.withUTF8 { bytes in
+                do throws(SyntaxError) { try body(JSONKey(bytes: bytes), &self) } catch { failure = error }
+            }
+            if let failure { throw failure }
         }
 
         /// The members of an object, from its opening brace; `member` reads

@@ -53,7 +53,9 @@ public struct InboxFileParser: Sendable {
         switch format {
         case .json:
             guard String(validating: data, as: UTF8.self) != nil else { throw InboxFileError("file is not valid UTF-8") }
-            return try document(now: now) { try FileDocument(json: JSONReader.parse(data)) }
+            return try data.withUnsafeBytes { bytes in
+                Result { () throws(InboxFileError) in try JSONDocumentReader(parser: self, now: now).read(bytes) }
+            }.get()
         case .propertyList:
             return try document(now: now) { try PropertyListDecoder().decode(FileDocument.self, from: data) }
         case .jsonLines:
@@ -95,7 +97,9 @@ public struct InboxFileParser: Sendable {
         }
     }
 
-    private func document(now: Date, _ decode: () throws -> FileDocument) throws(InboxFileError) -> WriteBatch {
+    /// A whole document decoded by `decode` (a property list; JSON too, in
+    /// tests, as the reference `JSONDocumentReader` is held to).
+    func document(now: Date, _ decode: () throws -> FileDocument) throws(InboxFileError) -> WriteBatch {
         let doc: FileDocument
         do {
             doc = try decode()
@@ -152,30 +156,112 @@ struct FileDocument: Decodable {
         }
     }
 
-    /// The same document read by `JSONReader`, with the same rules.
-    init(json value: JSONValue) throws(InboxFileError) {
-        if case .array(let items) = value {
-            drinks = BatchDecoder.objects(DrinkInput.self, items)
-            isArray = true
-            return
-        }
-        guard case .object = value, value[member: "drinks"] != nil || value[member: "deleted"] != nil else {
-            throw InboxFileError(Self.shapeError)
-        }
-        func elements<T: JSONObjectInput>(_ key: String, _: T.Type, _ message: String) throws(InboxFileError) -> [T?] {
-            switch value[member: key] {
-            case nil, .null?: return []
-            case .array(let items)?: return BatchDecoder.objects(T.self, items)
-            default: throw InboxFileError(message, field: key)
-            }
-        }
-        drinks = try elements("drinks", DrinkInput.self, Self.drinksError)
-        deleted = try elements("deleted", DeletionInput.self, Self.deletedError)
-    }
-
     static let shapeError = "file must hold an array of drinks or {\"drinks\": [...], \"deleted\": [...]}"
     static let drinksError = "drinks must be an array of drink objects"
     static let deletedError = "deleted must be an array of deletion objects"
+}
+
+/// A whole-file JSON document read in one pass, element by element, each
+/// drink validated as it is read: memory is the batch of drinks, not a tree
+/// of the file (a 20 MB array of 200k drinks took about 7 times its size as
+/// a tree, inputs and drinks at once).
+///
+/// Problems are reported as `FileDocument` and `document(now:_:)` report
+/// them for a property list, whichever comes first in the file: text that
+/// is not JSON, then the document's shape, then a `drinks` or `deleted` that
+/// is not an array, then the first bad drink, then the first bad deletion.
+struct JSONDocumentReader {
+    let parser: InboxFileParser
+    let now: Date
+
+    /// Elements of one array, validated in order; after the first error,
+    /// only read (the rest of the file may still not be JSON).
+    struct Elements<Output> {
+        var items: [Output] = []
+        var error: ValidationError?
+        var count = 0
+
+        mutating func add(_ validate: () throws(ValidationError) -> Output) {
+            defer { count += 1 }
+            guard error == nil else { return }
+            do throws(ValidationError) { items.append(try validate()) } catch { self.error = error.at(index: count) }
+        }
+    }
+
+    func read(_ bytes: UnsafeRawBufferPointer) throws(InboxFileError) -> WriteBatch {
+        let validator = parser.decoder.validator
+        var drinks = Elements<Drink>()
+        var deletions = Elements<Deletion>()
+        var isArray = false
+        var shaped = false
+        var wrongType: (field: String, message: String)?
+        func readDrinks(_ c: inout JSONReader.Cursor) throws(JSONReader.SyntaxError) {
+            drinks = Elements()  // a name given twice: the last one counts
+            try c.elements { (c: inout JSONReader.Cursor) throws(JSONReader.SyntaxError) in
+                let input = try c.objectOrSkip(DrinkInput.self)
+                drinks.add { () throws(ValidationError) in
+                    guard let input else { throw ValidationError(rule: "must be an object") }
+                    return try validator.drink(from: input, now: now, defaultSource: "inbox")
+                }
+            }
+        }
+        do throws(JSONReader.SyntaxError) {
+            var c = JSONReader.Cursor(bytes)
+            switch c.peek() {
+            case UInt8(ascii: "["):
+                isArray = true
+                shaped = true
+                try readDrinks(&c)
+            case UInt8(ascii: "{"):
+                var drinksWrong = false
+                var deletedWrong = false
+                try c.members { (key: JSONKey, c: inout JSONReader.Cursor) throws(JSONReader.SyntaxError) in
+                    if key == "drinks" {
+                        shaped = true
+                        drinksWrong = false
+                        if c.peek() == UInt8(ascii: "[") {
+                            try readDrinks(&c)
+                        } else {
+                            drinks = Elements()
+                            drinksWrong = try c.value() != .null
+                        }
+                    } else if key == "deleted" {
+                        shaped = true
+                        deletedWrong = false
+                        deletions = Elements()
+                        if c.peek() == UInt8(ascii: "[") {
+                            try c.elements { (c: inout JSONReader.Cursor) throws(JSONReader.SyntaxError) in
+                                let input = try c.objectOrSkip(DeletionInput.self)
+                                deletions.add { () throws(ValidationError) in
+                                    guard let input else { throw ValidationError(rule: "must be an object") }
+                                    return try validator.deletion(from: input)
+                                }
+                            }
+                        } else {
+                            deletedWrong = try c.value() != .null
+                        }
+                    } else {
+                        _ = try c.value()
+                    }
+                }
+                if drinksWrong {
+                    wrongType = ("drinks", FileDocument.drinksError)
+                } else if deletedWrong {
+                    wrongType = ("deleted", FileDocument.deletedError)
+                }
+            default:
+                _ = try c.value()
+            }
+            try c.end()
+        } catch {
+            throw InboxFileError("file cannot be parsed (\(error))")
+        }
+        guard shaped else { throw InboxFileError(FileDocument.shapeError) }
+        if let wrongType { throw InboxFileError(wrongType.message, field: wrongType.field) }
+        if let error = drinks.error { throw InboxFileError(error, prefix: isArray ? "" : "drinks ") }
+        if let error = deletions.error { throw InboxFileError(error, prefix: "deleted ") }
+        return WriteBatch(drinks: drinks.items, deletions: deletions.items)
+    }
 }
 
 /// Reads a JSON Lines file chunk by chunk, in order: memory is one read

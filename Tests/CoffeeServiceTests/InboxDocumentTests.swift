@@ -1,0 +1,90 @@
+import CoffeeDomain
+import Foundation
+import HealthStore
+import Testing
+
+@testable import CoffeeService
+
+/// Whole-file JSON documents are read in one pass, drink by drink
+/// (`JSONDocumentReader`), and must accept and refuse exactly what the
+/// property-list path (`FileDocument`, decoded by Foundation) does.
+@Suite("Inbox JSON documents, read in one pass")
+struct InboxDocumentTests {
+    static let u1 = "6B1A4C2E-8F3D-4E5A-9B7C-1D2E3F4A5B6C"
+    static let u2 = "0E9F8A7B-6C5D-4E3F-8A1B-2C3D4E5F6A7B"
+    static let d1 = #"{"uuid":"\#(u1)","mgCaffeine":95,"date":"2026-11-29T08:00:00Z"}"#
+    static let d2 = #"{"uuid":"\#(u2)","mgCaffeine":64.5,"date":1796025600,"type":"singleEspresso","version":2}"#
+    static let bad = #"{"uuid":"\#(u2)","mgCaffeine":-1,"date":"2026-11-29T08:00:00Z"}"#
+
+    static let documents = [
+        "[\(d1),\(d2)]",
+        "[]",
+        #"{"drinks":[\#(d1)],"deleted":[{"uuid":"\#(u2)"}]}"#,
+        #"{"deleted":[{"uuid":"\#(u1)","version":3}]}"#,
+        #"{"drinks":null}"#,
+        #"{"drinks":[\#(d1)],"meta":{"exported":[1,2,{"x":null}]}}"#,
+        "{}",
+        #"{"other":1}"#,
+        "7",
+        #""drinks""#,
+        #"{"drinks":5}"#,
+        #"{"drinks":{"a":1}}"#,
+        #"{"drinks":[\#(d1)],"deleted":"x"}"#,
+        #"{"deleted":"x","drinks":[\#(bad)]}"#,
+        #"{"drinks":5,"deleted":7}"#,
+        "[\(d1),7,\(d2)]",
+        "[\(d1),\(bad)]",
+        #"{"deleted":[{"uuid":"nope"}],"drinks":[\#(bad)]}"#,
+        #"{"deleted":[{"uuid":"nope"}],"drinks":[\#(d1)]}"#,
+        #"{"drinks":[\#(d1), null]}"#,
+        " \n[\(d2)] \n",
+    ]
+
+    let parser = InboxFileParser(decoder: BatchDecoder())
+    let now = RFC3339.parse("2026-11-29T12:00:00Z")!
+
+    func outcome(_ read: () throws(InboxFileError) -> WriteBatch) -> String {
+        do throws(InboxFileError) {
+            let batch = try read()
+            return "drinks \(batch.drinks) deletions \(batch.deletions)"
+        } catch {
+            return "error \(error.message) index \(error.index.map(String.init) ?? "-") field \(error.field ?? "-")"
+        }
+    }
+
+    @Test(arguments: documents) func agreesWithTheDecodablePath(_ text: String) {
+        let data = Data(text.utf8)
+        let streamed = outcome { () throws(InboxFileError) in try parser.parse(data, format: .json, now: now) }
+        let reference = outcome { () throws(InboxFileError) in
+            try parser.document(now: now) { try JSONDecoder().decode(FileDocument.self, from: data) }
+        }
+        #expect(streamed == reference)
+        #expect(!streamed.isEmpty)
+    }
+
+    /// Text that is not JSON is refused as such, wherever it is, even after
+    /// a bad drink; the error says where.
+    @Test func syntaxErrorsComeFirstAndSayWhere() {
+        for text in ["[\(Self.d1),", "[\(Self.bad),]", #"{"drinks":[\#(Self.d1)]"#, "[\(Self.d1)] x", ""] {
+            let streamed = outcome { () throws(InboxFileError) in try parser.parse(Data(text.utf8), format: .json, now: now) }
+            #expect(streamed.hasPrefix("error file cannot be parsed ("), "\(text)")
+            #expect(streamed.contains("at byte"), "\(text)")
+        }
+    }
+
+    /// A name given twice: the last one counts, as for every other JSON read here.
+    @Test func theLastOfARepeatedNameCounts() throws {
+        let text = #"{"drinks":[\#(Self.bad)],"drinks":[\#(Self.d1)],"deleted":"x","deleted":[]}"#
+        let batch = try parser.parse(Data(text.utf8), format: .json, now: now)
+        #expect(batch.drinks.map(\.uuid) == [UUID(uuidString: Self.u1)!] && batch.deletions.isEmpty)
+    }
+
+    /// Many drinks, read in order, each validated.
+    @Test func aLargeArrayKeepsItsOrder() throws {
+        let uuids = (0..<5000).map { _ in UUID() }
+        let text = "[" + uuids.map { #"{"uuid":"\#($0.uuidString)","mgCaffeine":80,"date":"2026-11-29T08:00:00Z"}"# }
+            .joined(separator: ",\n") + "]"
+        let batch = try parser.parse(Data(text.utf8), format: .json, now: now)
+        #expect(batch.drinks.map(\.uuid) == uuids)
+    }
+}
