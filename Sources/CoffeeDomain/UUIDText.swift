@@ -31,30 +31,38 @@ public enum UUIDText {
     /// Parses the 36-character form, either case; nil for anything else.
     public static func parse(_ text: String) -> UUID? {
         var text = text
-        return text.withUTF8 { b -> UUID? in
-            guard b.count == 36, b[8] == 45, b[13] == 45, b[18] == 45, b[23] == 45 else { return nil }
-            var bytes = [UInt8](repeating: 0, count: 16)
+        return text.withUTF8 { parse(bytes: $0) }
+    }
+
+    /// `parse(_:)` over UTF-8 bytes, filled into the UUID's own storage (a
+    /// scratch array here was a heap allocation per bus message).
+    public static func parse(bytes b: UnsafeBufferPointer<UInt8>) -> UUID? {
+        guard b.count == 36, b[8] == 45, b[13] == 45, b[18] == 45, b[23] == 45 else { return nil }
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let valid = withUnsafeMutableBytes(of: &raw) { out -> Bool in
             var i = 0
             var n = 0
-            func nibble(_ c: UInt8) -> UInt8? {
-                switch c {
-                case 48...57: return c - 48
-                case 65...70: return c - 55
-                case 97...102: return c - 87
-                default: return nil
-                }
-            }
             while i < 36 {
                 if i == 8 || i == 13 || i == 18 || i == 23 {
                     i += 1
                     continue
                 }
-                guard let hi = nibble(b[i]), let lo = nibble(b[i + 1]) else { return nil }
-                bytes[n] = hi << 4 | lo
+                guard let hi = nibble(b[i]), let lo = nibble(b[i + 1]) else { return false }
+                out[n] = hi << 4 | lo
                 n += 1
                 i += 2
             }
-            return bytes.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+            return true
+        }
+        return valid ? UUID(uuid: raw) : nil
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 48...57: c - 48
+        case 65...70: c - 55
+        case 97...102: c - 87
+        default: nil
         }
     }
 

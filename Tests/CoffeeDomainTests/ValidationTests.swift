@@ -107,7 +107,8 @@ struct ValidationTests {
             #expect(UUIDText.parse(u.uuidString.lowercased()) == u)
         }
         for junk in ["", "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C0", "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C0G",
-            "6F1C3B1E3F55-4B0B-9C1E-7A2D8E4B5C011", "{6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C}"]
+            "6F1C3B1E3F55-4B0B-9C1E-7A2D8E4B5C011", "{6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C}",
+            "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C0Z", "GF1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C01"]
         {
             #expect(UUIDText.parse(junk) == nil, "\(junk)")
         }
