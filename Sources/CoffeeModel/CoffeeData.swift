@@ -2,6 +2,7 @@ import CoffeeDomain
 import Foundation
 import HealthStore
 import Logging
+import Synchronization
 
 /// The model: the drinks that matter now and the anchor they reflect; the
 /// seed's `CoffeeData`, with the broadcaster as its observer instead of SwiftUI.
@@ -20,10 +21,50 @@ public actor CoffeeData {
     private var observers: [UUID: AsyncStream<Int64>.Continuation] = [:]
     private var lastPruned = Date.distantPast
 
+    /// Commits the store has announced and the model has not applied yet, in order.
+    private nonisolated let arrived = Mutex<[CommittedBatch]>([])
+    private nonisolated let doorbell: AsyncStream<Void>.Continuation
+    /// Yields (coalesced: at most one waiting) when commits arrive; what
+    /// `HealthKitController.follow(every:)` waits on.
+    public nonisolated let arrivals: AsyncStream<Void>
+
     public init(model: CaffeineModel, clock: any WallClock, cache: CoffeeDataStore?) {
         self.model = model
         self.clock = clock
         self.cache = cache
+        (arrivals, doorbell) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Queues a commit for the model: a `HealthStore.CommitObserver`, run
+    /// on the store's thread, so it only appends and rings. A follower that
+    /// is waiting wakes; one that is pausing between rounds finds it later,
+    /// with whatever else arrived meanwhile.
+    public nonisolated func arrive(_ batch: CommittedBatch) {
+        arrived.withLock { $0.append(batch) }
+        doorbell.yield()
+    }
+
+    /// Ends `arrivals` (the service is draining).
+    public nonisolated func endArrivals() { doorbell.finish() }
+
+    /// Applies every commit that has arrived, in order, telling observers
+    /// once. Stops at the first that does not follow on from the model's
+    /// anchor and returns what it was (`gap` or `tooLarge`); the rest are
+    /// dropped, as the catch-up from the store covers them.
+    public func applyArrived() async -> FollowOutcome {
+        let batches = arrived.withLock { queue in
+            defer { queue.removeAll() }
+            return queue
+        }
+        var outcome = FollowOutcome.alreadyHeld
+        var applied = false
+        for batch in batches {
+            outcome = apply(batch)
+            if outcome == .applied { applied = true }
+            if outcome == .gap || outcome == .tooLarge { break }
+        }
+        if applied { await drinksUpdated() }
+        return outcome
     }
 
     /// Replaces the whole state (start-up, resync).
@@ -42,6 +83,12 @@ public actor CoffeeData {
     /// applies, deletions remove, and a UUID is held once.
     public func updateModel(newDrinks: [Drink], deletedDrinks: Set<UUID>, anchor: Int64) async {
         guard !newDrinks.isEmpty || !deletedDrinks.isEmpty || anchor != self.anchor else { return }
+        change(newDrinks: newDrinks, deletedDrinks: deletedDrinks, anchor: anchor)
+        await drinksUpdated()
+    }
+
+    /// `updateModel` without telling observers.
+    private func change(newDrinks: [Drink], deletedDrinks: Set<UUID>, anchor: Int64) {
         for uuid in deletedDrinks { currentDrinks[uuid] = nil }
         // Drinks too old to matter are not held at all (an import of old
         // history would otherwise sit here until the next prune).
@@ -55,7 +102,6 @@ public actor CoffeeData {
         }
         self.anchor = max(self.anchor, anchor)
         removeOutdatedDrinks()
-        await drinksUpdated()
     }
 
     /// What `follow(_:)` did with a commit.
@@ -73,11 +119,18 @@ public actor CoffeeData {
     /// Applies a commit when it follows on from the model's anchor, in one
     /// call (one hop onto the model per commit, not two).
     public func follow(_ batch: CommittedBatch) async -> FollowOutcome {
+        let outcome = apply(batch)
+        if outcome == .applied { await drinksUpdated() }
+        return outcome
+    }
+
+    /// `follow` without telling observers.
+    private func apply(_ batch: CommittedBatch) -> FollowOutcome {
         if batch.anchor <= anchor { return .alreadyHeld }
         if !batch.isComplete { return .tooLarge }
         if batch.previousAnchor != anchor { return .gap }
         let (added, deleted) = batch.resolved()
-        await updateModel(newDrinks: added, deletedDrinks: Set(deleted.map(\.uuid)), anchor: batch.anchor)
+        change(newDrinks: added, deletedDrinks: Set(deleted.map(\.uuid)), anchor: batch.anchor)
         return .applied
     }
 

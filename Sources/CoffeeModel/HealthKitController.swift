@@ -61,27 +61,40 @@ public actor HealthKitController {
         }
     }
 
-    /// Saves drinks to the store; the model follows through `follow(_:)`.
+    /// Saves drinks to the store; the model follows through `follow(every:)`.
     public func save(drinks: [Drink]) async throws -> WriteResult {
         try await store.save(drinks)
     }
 
-    /// Applies each committed batch; catches up through `changes` (paged)
-    /// when a batch does not follow on from the model's anchor. A commit too
-    /// large to carry its changes (an import) rebuilds the window instead:
-    /// reading back a million changes to keep the few dated today cost the
-    /// store's thread more than the import itself.
-    public func follow(_ updates: AsyncStream<CommittedBatch>) async {
-        for await batch in updates {
-            do {
-                switch await model.follow(batch) {
-                case .applied, .alreadyHeld: break
-                case .tooLarge: try await rebuild()
-                case .gap: try await loadNewData()
-                }
-            } catch {
-                logger.error("could not catch up with the store", ["error": "\(error)"])
+    /// Applies the commits that have arrived at the model (`CoffeeData.arrive`);
+    /// catches up through `changes` (paged) when one does not follow on from
+    /// the model's anchor. A commit too large to carry its changes (an
+    /// import) rebuilds the window instead: reading back a million changes
+    /// to keep the few dated today cost the store's thread more than the
+    /// import itself. Also called before the model is read for a reply, so
+    /// a reply sees every commit made before it.
+    public func catchUp() async {
+        do {
+            switch await model.applyArrived() {
+            case .applied, .alreadyHeld: break
+            case .tooLarge: try await rebuild()
+            case .gap: try await loadNewData()
             }
+        } catch {
+            logger.error("could not catch up with the store", ["error": "\(error)"])
+        }
+    }
+
+    /// Follows the store's commits as they arrive at the model, at most one
+    /// round per `interval`: the first commit after a quiet spell at once,
+    /// the ones during a pause together in the next round. Publishing the
+    /// model is coalesced the same way (PROTOCOL.md §3), so a round per
+    /// commit only cost a thread wake-up per commit. Returns after
+    /// `CoffeeData.endArrivals()`.
+    public func follow(every interval: Duration) async {
+        for await _ in model.arrivals {
+            await catchUp()
+            try? await Task.sleep(for: interval)
         }
     }
 }

@@ -29,15 +29,24 @@ struct Fixture {
 
     /// A store, a model loaded from it, and a controller following its
     /// commits; the model's change stream to wait on; the follower task.
-    func following() async throws -> (HealthStore, CoffeeData, HealthKitController, AsyncStream<Int64>, Task<Void, Never>) {
+    func following(every interval: Duration = .milliseconds(1)) async throws -> (
+        HealthStore, CoffeeData, HealthKitController, AsyncStream<Int64>, Task<Void, Never>
+    ) {
         let store = try store()
         let m = model()
         let controller = HealthKitController(store: store, model: m, cache: nil, clock: clock)
         try await controller.load()
-        let updates = await store.updates()
+        await store.observeCommits { m.arrive($0) }
         let changes = await m.changes()
-        let follower = Task { await controller.follow(updates) }
+        let follower = Task { await controller.follow(every: interval) }
         return (store, m, controller, changes, follower)
+    }
+
+    /// Ends a follower from `following()` as the service's drain does.
+    func stop(_ m: CoffeeData, _ follower: Task<Void, Never>) async {
+        m.endArrivals()
+        follower.cancel()
+        await follower.value
     }
 }
 
@@ -223,6 +232,55 @@ struct CoffeeDataTests {
         #expect(await m.drinks == [a])
     }
 
+    /// Commits that arrived together apply together, in order, up to the
+    /// first that does not follow on; the rest are left to the catch-up.
+    @Test func arrivedCommitsApplyTogetherUpToAGap() async {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let m = f.model()
+        let (a, b, c) = (f.drink(-60), f.drink(-50), f.drink(-40))
+        m.arrive(CommittedBatch(anchor: 1, previousAnchor: 0, log: [.added(a)]))
+        m.arrive(CommittedBatch(anchor: 2, previousAnchor: 1, log: [.added(b)]))
+        #expect(await m.applyArrived() == .applied)
+        #expect(await m.drinks == [a, b])
+        #expect(await m.anchor == 2)
+        #expect(await m.applyArrived() == .alreadyHeld)  // nothing waits
+        m.arrive(CommittedBatch(anchor: 4, previousAnchor: 3, log: [.added(c)]))
+        m.arrive(CommittedBatch(anchor: 5, previousAnchor: 4, log: [.deleted(Tombstone(uuid: a.uuid, version: 1))]))
+        #expect(await m.applyArrived() == .gap)
+        #expect(await m.drinks == [a, b])
+        #expect(await m.anchor == 2)
+        #expect(await m.applyArrived() == .alreadyHeld)  // dropped: the catch-up reads them from the store
+    }
+
+    /// The follower applies the first commit after a quiet spell at once,
+    /// then pauses for its interval; a reply that needs the model catches up
+    /// first, gaps included, so it sees every commit made before it.
+    @Test func theFollowerPausesAndCatchUpReadsTheRest() async throws {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let (store, m, controller, changes, follower) = try await f.following(every: .seconds(3600))
+        let a = f.drink(-60)
+        _ = try await controller.save(drinks: [a])
+        for await anchor in changes where anchor == 1 { break }
+        let b = f.drink(-30)
+        _ = try await controller.save(drinks: [b])
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(await m.anchor == 1)  // pausing: b waits
+        await controller.catchUp()
+        #expect(await m.drinks == [a, b])
+        #expect(await m.anchor == 2)
+        // A commit the model never saw (a gap) is read from the store.
+        await m.reset(drinks: [a], anchor: 1)
+        let c = f.drink(-10)
+        _ = try await controller.save(drinks: [c])
+        await controller.catchUp()
+        #expect(await m.drinks == [a, b, c])
+        #expect(await m.anchor == 3)
+        await store.close()
+        await f.stop(m, follower)
+    }
+
     @Test func controllerFollowsCommits() async throws {
         let f = Fixture()
         defer { f.cleanup() }
@@ -232,7 +290,7 @@ struct CoffeeDataTests {
         for await anchor in changes where anchor == 1 { break }
         #expect(await m.drinks == [a])
         await store.close()
-        await follower.value
+        await f.stop(m, follower)
     }
 
     /// A commit too large to carry its changes rebuilds the window from the
@@ -255,6 +313,6 @@ struct CoffeeDataTests {
         #expect(await m.drinks == [recent])
         #expect(await m.anchor == Int64(HealthStore.announceLimit) + 3)
         await store.close()
-        await follower.value
+        await f.stop(m, follower)
     }
 }

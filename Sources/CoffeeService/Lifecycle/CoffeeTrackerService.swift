@@ -53,12 +53,13 @@ public final class CoffeeTrackerService: Sendable {
 
         // Subscribe downstream before any input can commit, so that no commit
         // between start-up and the first message goes unannounced or unfollowed.
-        let followedUpdates = await store.updates()
+        // Both observers run on the store's thread and only queue.
+        await store.observeCommits { batch in model.arrive(batch) }
 
         let context = ZMQContext()
         let validator = DrinkValidator(limits: c.limits)
         let handler = QueryHandler(
-            store: store, model: model, caffeine: c.caffeineModel, validator: validator, clock: clock,
+            store: store, model: model, controller: controller, caffeine: c.caffeineModel, validator: validator, clock: clock,
             counters: counters, maxMessageBytes: c.maxMessageBytes,
             isShuttingDown: { [self] in self.shuttingDown.load(ordering: .relaxed) })
         let query = QueryEndpoint()
@@ -117,10 +118,11 @@ public final class CoffeeTrackerService: Sendable {
         writeEndpoints(ingest: ingest.boundEndpoints, updates: broadcaster.boundEndpoints, query: query.boundEndpoints)
 
         // Downstream of the commit: the model follows the store and is
-        // published coalesced (the broadcaster observes commits directly).
-        let follower = Task { await controller.follow(followedUpdates) }
-        let modelChanges = await model.changes()
+        // published, both coalesced to one round per interval (the
+        // broadcaster announces every commit itself).
         let interval = Duration.milliseconds(c.modelIntervalMs)
+        let follower = Task { await controller.follow(every: interval) }
+        let modelChanges = await model.changes()
         let modelPublisher = Task {
             for await _ in modelChanges {
                 await self.publishModel(model, broadcaster)
@@ -165,7 +167,10 @@ public final class CoffeeTrackerService: Sendable {
         await store.commitPending()
         await broadcaster.sent()
         await store.close()
+        model.endArrivals()
+        follower.cancel()  // ends its pause
         await follower.value
+        await controller.catchUp()  // what arrived during the last pause
         refresher.cancel()
         purger.cancel()
         modelPublisher.cancel()

@@ -12,6 +12,8 @@ public struct QueryHandler: Sendable {
 
     let store: HealthStore
     let model: CoffeeData
+    /// Brings the model up to date before it is read (nil: read as it is).
+    let controller: HealthKitController?
     let caffeine: CaffeineModel
     let validator: DrinkValidator
     let clock: any WallClock
@@ -22,11 +24,13 @@ public struct QueryHandler: Sendable {
     private let logger = Logger(label: "query")
 
     public init(
-        store: HealthStore, model: CoffeeData, caffeine: CaffeineModel, validator: DrinkValidator, clock: any WallClock,
+        store: HealthStore, model: CoffeeData, controller: HealthKitController? = nil, caffeine: CaffeineModel,
+        validator: DrinkValidator, clock: any WallClock,
         counters: ServiceCounters, maxMessageBytes: Int, isShuttingDown: @escaping @Sendable () -> Bool = { false }
     ) {
         self.store = store
         self.model = model
+        self.controller = controller
         self.caffeine = caffeine
         self.validator = validator
         self.clock = clock
@@ -129,6 +133,7 @@ public struct QueryHandler: Sendable {
             }
         }
         let snapshot: ModelSnapshot
+        await controller?.catchUp()  // every commit made before this request
         if let held = await model.snapshot(at: at) {
             snapshot = held
         } else {
