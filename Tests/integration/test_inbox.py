@@ -266,6 +266,11 @@ def test_shutdown_right_after_a_large_import_still_publishes_every_page(service)
         last = msg["anchor"]
     assert (last, count) == (base + n, n)
     sub.close()
+    # The model caught up with the import before the store closed, and the
+    # drain logged no error.
+    log = service.log_path.read_text()
+    assert f"stopped anchor={base + n}" in log
+    assert " error " not in log
 
 
 def test_bad_line_late_in_a_large_file_stores_nothing(service):

@@ -166,11 +166,13 @@ public final class CoffeeTrackerService: Sendable {
         // read: a large commit is paged out from it.
         await store.commitPending()
         await broadcaster.sent()
-        await store.close()
+        // The model's rounds end; the last one runs here, while the store
+        // can still be read (a large commit is caught up from it).
         model.endArrivals()
         follower.cancel()  // ends its pause
         await follower.value
-        await controller.catchUp()  // what arrived during the last pause
+        await controller.catchUp()
+        await store.close()
         refresher.cancel()
         purger.cancel()
         modelPublisher.cancel()
