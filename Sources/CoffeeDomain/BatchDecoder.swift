@@ -20,8 +20,7 @@ public struct BatchDecoder: Sendable {
 
     /// Drinks from JSON bytes read in place (a message still in ZeroMQ's buffer).
     public func drinks(json bytes: UnsafeRawBufferPointer, now: Date, source: String) throws(ValidationError) -> [Drink] {
-        let (inputs, isArray) = try Self.decode(DrinkInput.self, json: bytes)
-        return try validate(inputs, isArray: isArray) { input throws(ValidationError) in
+        try Self.read(DrinkInput.self, json: bytes) { input throws(ValidationError) in
             try validator.drink(from: input, now: now, defaultSource: source)
         }
     }
@@ -33,44 +32,54 @@ public struct BatchDecoder: Sendable {
 
     /// Deletions from JSON bytes read in place.
     public func deletions(json bytes: UnsafeRawBufferPointer) throws(ValidationError) -> [Deletion] {
-        let (inputs, isArray) = try Self.decode(DeletionInput.self, json: bytes)
-        return try validate(inputs, isArray: isArray) { input throws(ValidationError) in
-            try validator.deletion(from: input)
-        }
+        try Self.read(DeletionInput.self, json: bytes) { input throws(ValidationError) in try validator.deletion(from: input) }
     }
 
     /// Applies `rule` to each element, placing the first error at its index.
     public func validate<Input, Output>(
         _ inputs: [Input?], isArray: Bool, _ rule: (Input) throws(ValidationError) -> Output
     ) throws(ValidationError) -> [Output] {
-        var out: [Output] = []
-        out.reserveCapacity(inputs.count)
-        for (i, input) in inputs.enumerated() {
-            do throws(ValidationError) {
-                guard let input else { throw ValidationError(rule: "must be an object") }
-                out.append(try rule(input))
-            } catch {
-                throw isArray ? error.at(index: i) : error
-            }
+        var elements = ValidatedElements<Output>(indexed: isArray, capacity: inputs.count)
+        for input in inputs {
+            elements.add(input, rule)
+            if elements.error != nil { break }
         }
-        return out
+        return try elements.result()
     }
 
-    /// Decodes a JSON object, or an array of them, into `T`s, read member by
-    /// member (no tree); an element that is not an object comes back as nil
-    /// so that it can be named.
-    public static func decode<T: JSONObjectInput>(_: T.Type, json data: UnsafeRawBufferPointer) throws(ValidationError) -> ([T?], Bool) {
-        let read: (objects: [T?], isArray: Bool)?
+    /// A JSON object, or an array of objects, read member by member (no
+    /// tree, no array of inputs) and validated element by element as it is
+    /// read. Text that is not JSON is reported first, wherever it is; then
+    /// the first element that breaks a rule.
+    static func read<Input: JSONObjectInput, Output>(
+        _: Input.Type, json bytes: UnsafeRawBufferPointer, _ rule: (Input) throws(ValidationError) -> Output
+    ) throws(ValidationError) -> [Output] {
+        var elements = ValidatedElements<Output>(indexed: true)
+        var shaped = true
         do throws(JSONReader.SyntaxError) {
-            read = try JSONReader.objects(T.self, in: data)
+            var c = JSONReader.Cursor(bytes)
+            switch c.peek() {
+            case UInt8(ascii: "{"):
+                elements = ValidatedElements(indexed: false, capacity: 1)
+                let input = try c.object(Input.self)
+                elements.add(input, rule)
+            case UInt8(ascii: "["):
+                try c.elements { (c: inout JSONReader.Cursor) throws(JSONReader.SyntaxError) in
+                    elements.add(try c.objectOrSkip(Input.self), rule)
+                }
+            default:
+                _ = try c.value()
+                shaped = false
+            }
+            try c.end()
         } catch {
-            if !data.contains(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }) {
+            if !bytes.contains(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }) {
                 throw ValidationError(rule: "body is empty; expected a JSON object or array")
             }
             throw ValidationError(rule: "body is not valid JSON (\(error))")
         }
-        guard let read else { throw ValidationError(rule: "body must be a JSON object or array") }
-        return (read.objects, read.isArray)
+        guard shaped else { throw ValidationError(rule: "body must be a JSON object or array") }
+        return try elements.result()
     }
 
     /// `T`s from an object or an array of objects already read.

@@ -32,35 +32,11 @@ public enum JSONReader {
         return try parser.document()
     }
 
-    /// A JSON object, or an array of objects, read member by member into
-    /// `T`s, without building a `JSONValue` tree for the object: the bus
-    /// reads every message this way. An array element that is not an object
-    /// comes back as nil, so that it can be named.
-    ///
-    /// - Returns: nil when `bytes` is valid JSON but neither an object nor an array.
-    public static func objects<T: JSONObjectInput>(_: T.Type, in bytes: UnsafeRawBufferPointer) throws(SyntaxError) -> (
-        objects: [T?], isArray: Bool
-    )? {
-        var cursor = Cursor(bytes)
-        let result: (objects: [T?], isArray: Bool)?
-        switch cursor.peek() {
-        case UInt8(ascii: "{"):
-            result = ([try cursor.object(T.self)], false)
-        case UInt8(ascii: "["):
-            var items: [T?] = []
-            try cursor.elements { (c: inout Cursor) throws(SyntaxError) in items.append(try c.objectOrSkip(T.self)) }
-            result = (items, true)
-        default:
-            _ = try cursor.value()
-            result = nil
-        }
-        try cursor.end()
-        return result
-    }
-
     /// Reads one document piece by piece, in order, for a caller that knows
     /// its shape: memory is what the caller keeps, not a tree of the whole.
     /// Every method reads strictly and throws where the text is not JSON.
+    /// Bus messages are read this way (objects straight into drink inputs,
+    /// member names compared in place), and so are inbox JSON documents.
     public struct Cursor {
         private var parser: Parser
 

@@ -137,12 +137,34 @@ struct JSONReaderTests {
         }
     }
 
-    /// `JSONReader.objects` reads each object, one or an array of them,
-    /// straight into its input; both shapes of each object give what the
-    /// tree gives.
+    /// One object, or an array of them, read with `JSONReader.Cursor` as
+    /// the bus reads them; nil for a document of any other shape.
+    static func objects<T: JSONObjectInput>(_: T.Type, _ text: String) throws -> (objects: [T?], isArray: Bool)? {
+        try Array(text.utf8).withUnsafeBytes { bytes throws(JSONReader.SyntaxError) in
+            var c = JSONReader.Cursor(bytes)
+            var result: (objects: [T?], isArray: Bool)?
+            switch c.peek() {
+            case UInt8(ascii: "{"):
+                result = ([try c.object(T.self)], false)
+            case UInt8(ascii: "["):
+                var items: [T?] = []
+                try c.elements { (c: inout JSONReader.Cursor) throws(JSONReader.SyntaxError) in
+                    items.append(try c.objectOrSkip(T.self))
+                }
+                result = (items, true)
+            default:
+                _ = try c.value()
+            }
+            try c.end()
+            return result
+        }
+    }
+
+    /// Each object read through the cursor, alone and in an array, gives
+    /// what the tree gives.
     static func streamed<T: JSONObjectInput>(_: T.Type, _ text: String) throws -> [T] {
-        let one = try Array(text.utf8).withUnsafeBytes { try JSONReader.objects(T.self, in: $0) }
-        let array = try Array("[\(text),\(text)]".utf8).withUnsafeBytes { try JSONReader.objects(T.self, in: $0) }
+        let one = try objects(T.self, text)
+        let array = try objects(T.self, "[\(text),\(text)]")
         #expect(one?.isArray == false && array?.isArray == true && array?.objects.count == 2)
         return (one?.objects ?? []).compactMap { $0 } + (array?.objects.dropFirst() ?? []).compactMap { $0 }
     }
@@ -180,25 +202,49 @@ struct JSONReaderTests {
         #expect(outcome(read[4]).contains("mgCaffeine"))  // the second mgCaffeine won, and is wrong
     }
 
-    /// Elements that are not objects come back as nil; a document that is
-    /// neither an object nor an array as nil; bad text with the error the
-    /// tree reader gives.
-    @Test func objectsReportShapesAndErrorsAsTheTreeDoes() throws {
-        let mixed = try Array(#"[{"delete":"x"}, 7, [], {}]"#.utf8).withUnsafeBytes {
-            try JSONReader.objects(DeletionInput.self, in: $0)
-        }
+    /// Elements that are not objects come back as nil, and a document that
+    /// is neither an object nor an array as nil; text that is not JSON fails
+    /// with the tree reader's error and offset.
+    @Test func theCursorReportsShapesAndErrorsAsTheTreeDoes() throws {
+        let mixed = try Self.objects(DeletionInput.self, #"[{"delete":"x"}, 7, [], {}]"#)
         #expect(mixed?.objects.map { $0 == nil } == [false, true, true, false])
         for scalar in ["7", #""text""#, "null", " true "] {
-            #expect(try Array(scalar.utf8).withUnsafeBytes { try JSONReader.objects(DrinkInput.self, in: $0) } == nil)
+            #expect(try Self.objects(DrinkInput.self, scalar) == nil)
         }
         for text in Self.invalid + [#"{"a":1}x"#, #"[{"a":1},]"#, #"{"a\u00"}"#, #"{"a":1"#, #"[{"#] {
             var treeError: JSONReader.SyntaxError?
             do { _ = try JSONReader.parse(Data(text.utf8)) } catch { treeError = error }
             var streamError: JSONReader.SyntaxError?
-            do { _ = try Array(text.utf8).withUnsafeBytes { try JSONReader.objects(DrinkInput.self, in: $0) } } catch {
-                streamError = error as? JSONReader.SyntaxError
-            }
+            do { _ = try Self.objects(DrinkInput.self, text) } catch { streamError = error as? JSONReader.SyntaxError }
             #expect(streamError != nil && streamError == treeError, "\(text)")
         }
+    }
+
+    /// What a bus body that is not a valid batch is refused with: text that
+    /// is not JSON first (the tree reader's words), then the shape, then the
+    /// first bad element at its index; a lone object's error has no index.
+    @Test func busBodiesAreRefusedInOrderOfPrecedence() {
+        let decoder = BatchDecoder()
+        let now = RFC3339.parse("2026-11-29T12:00:00Z")!
+        func refusal(_ text: String) -> ValidationError? {
+            do throws(ValidationError) {
+                _ = try decoder.drinks(json: Data(text.utf8), now: now, source: "bus")
+                return nil
+            } catch {
+                return error
+            }
+        }
+        let good = #"{"uuid":"6B1A4C2E-8F3D-4E5A-9B7C-1D2E3F4A5B6C","mgCaffeine":95,"date":"2026-11-29T08:00:00Z"}"#
+        let bad = #"{"uuid":"6B1A4C2E-8F3D-4E5A-9B7C-1D2E3F4A5B6C","mgCaffeine":-1,"date":"2026-11-29T08:00:00Z"}"#
+        #expect(refusal("[\(good),\(good)]") == nil)
+        #expect(refusal("[\(good),7,\(bad)]") == ValidationError(rule: "must be an object").at(index: 1))
+        #expect(refusal("[\(good),\(bad)]")?.index == 1)
+        #expect(refusal("[\(good),\(bad)]")?.field == "mgCaffeine")
+        #expect(refusal(bad)?.index == nil)
+        #expect(refusal(bad)?.field == "mgCaffeine")
+        #expect(refusal("[\(bad),") == ValidationError(rule: "body is not valid JSON (unexpected end of input at byte \(bad.utf8.count + 2))"))
+        #expect(refusal(" \n ") == ValidationError(rule: "body is empty; expected a JSON object or array"))
+        #expect(refusal("7") == ValidationError(rule: "body must be a JSON object or array"))
+        #expect(refusal("[\(bad)] x")?.rule.hasPrefix("body is not valid JSON (unexpected text after the JSON value") == true)
     }
 }

@@ -174,34 +174,18 @@ struct JSONDocumentReader {
     let parser: InboxFileParser
     let now: Date
 
-    /// Elements of one array, validated in order; after the first error,
-    /// only read (the rest of the file may still not be JSON).
-    struct Elements<Output> {
-        var items: [Output] = []
-        var error: ValidationError?
-        var count = 0
-
-        mutating func add(_ validate: () throws(ValidationError) -> Output) {
-            defer { count += 1 }
-            guard error == nil else { return }
-            do throws(ValidationError) { items.append(try validate()) } catch { self.error = error.at(index: count) }
-        }
-    }
-
     func read(_ bytes: UnsafeRawBufferPointer) throws(InboxFileError) -> WriteBatch {
         let validator = parser.decoder.validator
-        var drinks = Elements<Drink>()
-        var deletions = Elements<Deletion>()
+        var drinks = ValidatedElements<Drink>()
+        var deletions = ValidatedElements<Deletion>()
         var isArray = false
         var shaped = false
         var wrongType: (field: String, message: String)?
         func readDrinks(_ c: inout JSONReader.Cursor) throws(JSONReader.SyntaxError) {
-            drinks = Elements()  // a name given twice: the last one counts
+            drinks = ValidatedElements()  // a name given twice: the last one counts
             try c.elements { (c: inout JSONReader.Cursor) throws(JSONReader.SyntaxError) in
-                let input = try c.objectOrSkip(DrinkInput.self)
-                drinks.add { () throws(ValidationError) in
-                    guard let input else { throw ValidationError(rule: "must be an object") }
-                    return try validator.drink(from: input, now: now, defaultSource: "inbox")
+                drinks.add(try c.objectOrSkip(DrinkInput.self)) { input throws(ValidationError) in
+                    try validator.drink(from: input, now: now, defaultSource: "inbox")
                 }
             }
         }
@@ -222,19 +206,17 @@ struct JSONDocumentReader {
                         if c.peek() == UInt8(ascii: "[") {
                             try readDrinks(&c)
                         } else {
-                            drinks = Elements()
+                            drinks = ValidatedElements()
                             drinksWrong = try c.value() != .null
                         }
                     } else if key == "deleted" {
                         shaped = true
                         deletedWrong = false
-                        deletions = Elements()
+                        deletions = ValidatedElements()
                         if c.peek() == UInt8(ascii: "[") {
                             try c.elements { (c: inout JSONReader.Cursor) throws(JSONReader.SyntaxError) in
-                                let input = try c.objectOrSkip(DeletionInput.self)
-                                deletions.add { () throws(ValidationError) in
-                                    guard let input else { throw ValidationError(rule: "must be an object") }
-                                    return try validator.deletion(from: input)
+                                deletions.add(try c.objectOrSkip(DeletionInput.self)) { input throws(ValidationError) in
+                                    try validator.deletion(from: input)
                                 }
                             }
                         } else {
