@@ -82,15 +82,6 @@ public struct BatchDecoder: Sendable {
         return try elements.result()
     }
 
-    /// `T`s from an object or an array of objects already read.
-    public static func inputs<T: JSONObjectInput>(_: T.Type, from value: JSONValue) throws(ValidationError) -> ([T?], Bool) {
-        switch value {
-        case .object: return ([T(json: value)], false)
-        case .array(let items): return (objects(T.self, items), true)
-        default: throw ValidationError(rule: "body must be a JSON object or array")
-        }
-    }
-
     /// Each element as a `T`, or nil where it is not an object.
     public static func objects<T: JSONObjectInput>(_: T.Type, _ items: [JSONValue]) -> [T?] {
         items.map { item in if case .object = item { T(json: item) } else { nil } }

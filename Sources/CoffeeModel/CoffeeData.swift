@@ -104,7 +104,7 @@ public actor CoffeeData {
         removeOutdatedDrinks()
     }
 
-    /// What `follow(_:)` did with a commit.
+    /// What applying a commit did (`applyArrived`).
     public enum FollowOutcome: Sendable {
         /// Applied: it followed on from the model's anchor.
         case applied
@@ -116,15 +116,8 @@ public actor CoffeeData {
         case tooLarge
     }
 
-    /// Applies a commit when it follows on from the model's anchor, in one
-    /// call (one hop onto the model per commit, not two).
-    public func follow(_ batch: CommittedBatch) async -> FollowOutcome {
-        let outcome = apply(batch)
-        if outcome == .applied { await drinksUpdated() }
-        return outcome
-    }
-
-    /// `follow` without telling observers.
+    /// Applies a commit when it follows on from the model's anchor, without
+    /// telling observers (`applyArrived` tells them once per round).
     private func apply(_ batch: CommittedBatch) -> FollowOutcome {
         if batch.anchor <= anchor { return .alreadyHeld }
         if !batch.isComplete { return .tooLarge }

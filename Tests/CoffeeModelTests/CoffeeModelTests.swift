@@ -223,12 +223,16 @@ struct CoffeeDataTests {
         defer { f.cleanup() }
         let m = f.model()
         let a = f.drink(-60)
-        #expect(await m.follow(CommittedBatch(anchor: 2, previousAnchor: 1, log: [.added(a)])) == .gap)
-        #expect(await m.follow(CommittedBatch(anchor: 9, previousAnchor: 0, log: [], isComplete: false)) == .tooLarge)
-        #expect(await m.follow(CommittedBatch(anchor: 1, previousAnchor: 0, log: [.added(a)])) == .applied)
+        func follow(_ batch: CommittedBatch) async -> CoffeeData.FollowOutcome {
+            m.arrive(batch)
+            return await m.applyArrived()
+        }
+        #expect(await follow(CommittedBatch(anchor: 2, previousAnchor: 1, log: [.added(a)])) == .gap)
+        #expect(await follow(CommittedBatch(anchor: 9, previousAnchor: 0, log: [], isComplete: false)) == .tooLarge)
+        #expect(await follow(CommittedBatch(anchor: 1, previousAnchor: 0, log: [.added(a)])) == .applied)
         #expect(await m.drinks == [a])
         #expect(await m.anchor == 1)
-        #expect(await m.follow(CommittedBatch(anchor: 1, previousAnchor: 0, log: [.deleted(Tombstone(uuid: a.uuid, version: 1))])) == .alreadyHeld)
+        #expect(await follow(CommittedBatch(anchor: 1, previousAnchor: 0, log: [.deleted(Tombstone(uuid: a.uuid, version: 1))])) == .alreadyHeld)
         #expect(await m.drinks == [a])
     }
 

@@ -176,60 +176,34 @@ struct JSONDocumentReader {
 
     func read(_ bytes: UnsafeRawBufferPointer) throws(InboxFileError) -> WriteBatch {
         let validator = parser.decoder.validator
+        let drink = { (input: DrinkInput) throws(ValidationError) in
+            try validator.drink(from: input, now: now, defaultSource: "inbox")
+        }
+        let deletion = { (input: DeletionInput) throws(ValidationError) in try validator.deletion(from: input) }
         var drinks = ValidatedElements<Drink>()
         var deletions = ValidatedElements<Deletion>()
         var isArray = false
         var shaped = false
-        var wrongType: (field: String, message: String)?
-        func readDrinks(_ c: inout JSONReader.Cursor) throws(JSONReader.SyntaxError) {
-            drinks = ValidatedElements()  // a name given twice: the last one counts
-            try c.elements { (c: inout JSONReader.Cursor) throws(JSONReader.SyntaxError) in
-                drinks.add(try c.objectOrSkip(DrinkInput.self)) { input throws(ValidationError) in
-                    try validator.drink(from: input, now: now, defaultSource: "inbox")
-                }
-            }
-        }
+        var drinksWrong = false
+        var deletedWrong = false
         do throws(JSONReader.SyntaxError) {
             var c = JSONReader.Cursor(bytes)
             switch c.peek() {
             case UInt8(ascii: "["):
                 isArray = true
                 shaped = true
-                try readDrinks(&c)
+                try Self.array(&c, into: &drinks, wrongType: &drinksWrong, drink)
             case UInt8(ascii: "{"):
-                var drinksWrong = false
-                var deletedWrong = false
                 try c.members { (key: JSONKey, c: inout JSONReader.Cursor) throws(JSONReader.SyntaxError) in
                     if key == "drinks" {
                         shaped = true
-                        drinksWrong = false
-                        if c.peek() == UInt8(ascii: "[") {
-                            try readDrinks(&c)
-                        } else {
-                            drinks = ValidatedElements()
-                            drinksWrong = try c.value() != .null
-                        }
+                        try Self.array(&c, into: &drinks, wrongType: &drinksWrong, drink)
                     } else if key == "deleted" {
                         shaped = true
-                        deletedWrong = false
-                        deletions = ValidatedElements()
-                        if c.peek() == UInt8(ascii: "[") {
-                            try c.elements { (c: inout JSONReader.Cursor) throws(JSONReader.SyntaxError) in
-                                deletions.add(try c.objectOrSkip(DeletionInput.self)) { input throws(ValidationError) in
-                                    try validator.deletion(from: input)
-                                }
-                            }
-                        } else {
-                            deletedWrong = try c.value() != .null
-                        }
+                        try Self.array(&c, into: &deletions, wrongType: &deletedWrong, deletion)
                     } else {
                         _ = try c.value()
                     }
-                }
-                if drinksWrong {
-                    wrongType = ("drinks", FileDocument.drinksError)
-                } else if deletedWrong {
-                    wrongType = ("deleted", FileDocument.deletedError)
                 }
             default:
                 _ = try c.value()
@@ -239,10 +213,29 @@ struct JSONDocumentReader {
             throw InboxFileError("file cannot be parsed (\(error))")
         }
         guard shaped else { throw InboxFileError(FileDocument.shapeError) }
-        if let wrongType { throw InboxFileError(wrongType.message, field: wrongType.field) }
+        if drinksWrong { throw InboxFileError(FileDocument.drinksError, field: "drinks") }
+        if deletedWrong { throw InboxFileError(FileDocument.deletedError, field: "deleted") }
         if let error = drinks.error { throw InboxFileError(error, prefix: isArray ? "" : "drinks ") }
         if let error = deletions.error { throw InboxFileError(error, prefix: "deleted ") }
         return WriteBatch(drinks: drinks.items, deletions: deletions.items)
+    }
+
+    /// The array of `drinks` or `deleted` (or the whole document), each
+    /// element validated as it is read; null is none, anything else the
+    /// wrong type. A name given twice: the last one counts.
+    static func array<Input: JSONObjectInput, Output>(
+        _ c: inout JSONReader.Cursor, into elements: inout ValidatedElements<Output>, wrongType: inout Bool,
+        _ rule: (Input) throws(ValidationError) -> Output
+    ) throws(JSONReader.SyntaxError) {
+        elements = ValidatedElements()
+        wrongType = false
+        guard c.peek() == UInt8(ascii: "[") else {
+            wrongType = try c.value() != .null
+            return
+        }
+        try c.elements { (c: inout JSONReader.Cursor) throws(JSONReader.SyntaxError) in
+            elements.add(try c.objectOrSkip(Input.self), rule)
+        }
     }
 }
 
