@@ -161,6 +161,14 @@ struct BenchMain {
             report(Row(figure: "idle RSS with that store", value: st.idleMB, unit: "MB", target: "<= 50", pass: st.idleMB <= 50))
             }
 
+            // 5. Fan-out.
+            if wanted("fanout") {
+            let fan = try bench.fanout(subscribers: 100, rate: 1000, seconds: quick ? 2 : 3)
+            report(Row(figure: "fan-out: drops over 100 subscribers at 1k/s", value: Double(fan.drops), unit: "events", target: "0",
+                pass: fan.drops == 0))
+            report(Row(figure: "fan-out: worst subscriber p99 lag", value: fan.worstP99LagMs, unit: "ms", target: "-"))
+            }
+
             // 6. Each stage alone, on one thread: how far each is from limiting the bus.
             if wanted("stages") {
                 let c = try await ceilingNow()
@@ -171,14 +179,6 @@ struct BenchMain {
                     baseline: ceiling, baselineName: "storage ceiling", ratio: st.decodePerSecond / ceiling, target: "-"))
                 report(Row(figure: "stage alone: write changes messages", value: st.encodePerSecond, unit: "events/s",
                     baseline: ceiling, baselineName: "storage ceiling", ratio: st.encodePerSecond / ceiling, target: "-"))
-            }
-
-            // 5. Fan-out.
-            if wanted("fanout") {
-            let fan = try bench.fanout(subscribers: 100, rate: 1000, seconds: quick ? 2 : 3)
-            report(Row(figure: "fan-out: drops over 100 subscribers at 1k/s", value: Double(fan.drops), unit: "events", target: "0",
-                pass: fan.drops == 0))
-            report(Row(figure: "fan-out: worst subscriber p99 lag", value: fan.worstP99LagMs, unit: "ms", target: "-"))
             }
         } catch {
             print("coffee-bench: \(error)")
