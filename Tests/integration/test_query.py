@@ -96,6 +96,21 @@ def test_model_now_counts_a_recent_drink(service):
     assert m["halfLifeHours"] == 5 and len(m["timeline"]) == 287
 
 
+def test_a_model_reply_sees_every_earlier_commit_between_rounds(folder):
+    """The model applies commits in rounds, at most one per modelIntervalMs
+    (a minute here): the first add is applied at once, the next ones wait
+    for the next round, yet a `model` reply catches up first."""
+    s = Service(folder, {"publish": {"modelIntervalMs": 60000}}).start()
+    try:
+        s.request({"op": "add", "drinks": [drink(mg=100, offset_s=-60)]})
+        time.sleep(0.2)  # the first round has run; the follower now pauses a minute
+        for i in range(3):
+            s.request({"op": "add", "drinks": [drink(mg=100, offset_s=-50 + i)]})
+            assert s.request({"op": "model"})["drinksToday"] == 2 + i
+    finally:
+        s.stop()
+
+
 def expect_error(service, request, code, raw=None, **fields):
     reply = service.request(request, raw=raw)
     assert reply["ok"] is False, reply
