@@ -26,7 +26,8 @@ struct BenchMain {
                 Starts release builds of `coffee-tracker serve` in a scratch folder and
                 measures ingest throughput, latency, inbox import, start-up, fan-out and
                 CPU, each against a baseline taken in the same run. Prints a table and
-                writes FILE (default bench/results.json). --quick uses smaller sizes.
+                writes FILE (default bench/results.json); what it is measuring now goes to
+                stderr. --quick uses smaller sizes.
                 --only runs one section: ingest, latency, inbox, startup, fanout or stages.
                 """)
             return
@@ -58,6 +59,11 @@ struct BenchMain {
                     + "\(row.target.padding(toLength: 18, withPad: " ", startingAt: 0)) \(verdict)")
             fflush(nil)
         }
+        /// What is being measured now, on stderr (the table is stdout): a
+        /// section runs for minutes between rows.
+        func progress(_ what: String) {
+            FileHandle.standardError.write(Data("coffee-bench: \(what)\n".utf8))
+        }
         print("figure                                              value unit       baseline     ratio  target             verdict")
         do {
             let events = quick ? 50_000 : 200_000
@@ -72,7 +78,8 @@ struct BenchMain {
                 var ratios: [Double] = []
                 var paired: [Double] = []
                 var ceilingCPU: [Double] = []
-                for _ in 0..<runs {
+                for run in 1...runs {
+                    progress("bus ingest, \(label), run \(run) of \(runs) (ceiling, service, raw libzmq)")
                     let c = try await ceilingNow()
                     let r = try bench.ingest(events: events, perMessage: perMessage)
                     results.append(r)
@@ -113,7 +120,10 @@ struct BenchMain {
             if wanted("latency") { report(Row(figure: "one fsync (baseline)", value: fs.p50, unit: "ms p50", baseline: fs.p99, baselineName: "p99", target: "-")) }
             for rate in [1000.0, 10_000.0] where wanted("latency") {
                 var results: [Bench.Steady] = []
-                for _ in 0..<runs { results.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5)) }
+                for run in 1...runs {
+                    progress("latency at \(Int(rate))/s, run \(run) of \(runs)")
+                    results.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5))
+                }
                 let p99 = median(results.map(\.p99Ms))
                 report(Row(figure: "latency p50 at \(Int(rate))/s", value: median(results.map(\.p50Ms)), unit: "ms", baseline: fs.p50,
                     baselineName: "fsync p50", ratio: median(results.map(\.p50Ms)) / fs.p50, target: "-"))
@@ -122,13 +132,17 @@ struct BenchMain {
                 report(Row(figure: "latency max at \(Int(rate))/s", value: median(results.map(\.maxMs)), unit: "ms", target: "-"))
                 if rate == 1000 {
                     let cpu = median(results.map(\.cpuPercent))
+                    progress("1000 write+fdatasync per second alone (the CPU floor)")
                     let floor = try bench.fsyncCPU(rate: rate, seconds: quick ? 2 : 5)
                     report(Row(figure: "CPU at 1000 events/s", value: cpu, unit: "% core", baseline: floor,
                         baselineName: "1000 fdatasyncs/s alone", ratio: cpu / floor, target: "<= 10", pass: cpu <= 10))
                     report(Row(figure: "  1000 write+fdatasync/s alone (floor)", value: floor, unit: "% core", target: "-"))
                     // The same load with every drink in the model's 24-hour window (and its cache).
                     var inWindow: [Bench.Steady] = []
-                    for _ in 0..<runs { inWindow.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5, recent: true)) }
+                    for run in 1...runs {
+                        progress("latency at 1000/s, every drink in the model, run \(run) of \(runs)")
+                        inWindow.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5, recent: true))
+                    }
                     let p99w = median(inWindow.map(\.p99Ms))
                     report(Row(figure: "  p99 at 1000/s, all drinks in the model", value: p99w, unit: "ms", baseline: fs.p50,
                         baselineName: "fsync p50", ratio: p99w / fs.p50, target: "-"))
@@ -141,6 +155,7 @@ struct BenchMain {
             for (name, n) in [("drinks.jsonl", quick ? 100_000 : 1_000_000), ("drinks.json", quick ? 50_000 : 200_000),
                 ("drinks.plist", quick ? 20_000 : 100_000)] where wanted("inbox")
             {
+                progress("inbox import of \(n) drinks as \(name) (ceiling, file, import)")
                 let ceiling = try await ceilingNow().eventsPerSecond  // paired, as for ingest
                 let r = try bench.inboxImport(name: name, drinks: n)
                 report(Row(figure: "inbox import \(name) (\(n))", value: r.drinksPerSecond, unit: "drinks/s", baseline: ceiling,
@@ -154,6 +169,7 @@ struct BenchMain {
 
             // 4. Start-up with a large store.
             if wanted("startup") {
+            progress("start-up with \(quick ? "100k" : "1M") drinks (building the store first)")
             let st = try await bench.startup(drinks: quick ? 100_000 : 1_000_000)
             report(Row(figure: "start-up to first ping, \(quick ? "100k" : "1M") drinks", value: st.seconds, unit: "s",
                 baseline: st.emptySeconds, baselineName: "empty store", ratio: st.seconds / st.emptySeconds,
@@ -163,6 +179,7 @@ struct BenchMain {
 
             // 5. Fan-out.
             if wanted("fanout") {
+            progress("fan-out to 100 subscribers at 1000/s")
             let fan = try bench.fanout(subscribers: 100, rate: 1000, seconds: quick ? 2 : 3)
             report(Row(figure: "fan-out: drops over 100 subscribers at 1k/s", value: Double(fan.drops), unit: "events", target: "0",
                 pass: fan.drops == 0))
@@ -171,6 +188,7 @@ struct BenchMain {
 
             // 6. Each stage alone, on one thread: how far each is from limiting the bus.
             if wanted("stages") {
+                progress("each stage alone (ceiling, then five passes of each)")
                 let c = try await ceilingNow()
                 let ceiling = c.eventsPerSecond
                 report(Row(figure: "store alone, CPU per 100k events", value: c.cpuPer100k, unit: "s", target: "-"))
