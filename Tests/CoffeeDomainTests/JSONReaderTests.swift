@@ -101,39 +101,41 @@ struct JSONReaderTests {
             #"{"mgCaffeine":95,"date":"2026-11-29T08:00:00Z"}"#,
             #"{}"#,
         ]
-        let validator = DrinkValidator()
-        let now = RFC3339.parse("2026-11-29T12:00:00Z")!
-        func outcome(_ input: DrinkInput) -> String {
-            do throws(ValidationError) {
-                return "\(try validator.drink(from: input, now: now, defaultSource: "bus"))"
-            } catch {
-                return error.description
-            }
-        }
         for text in objects {
             let viaDecodable = try JSONDecoder().decode(DrinkInput.self, from: Data(text.utf8))
             let viaReader = DrinkInput(json: try JSONReader.parse(Data(text.utf8)))
-            #expect(outcome(viaReader) == outcome(viaDecodable), "\(text)")
+            #expect(Self.outcome(viaReader) == Self.outcome(viaDecodable), "\(text)")
             let streamed = try Self.streamed(DrinkInput.self, text)
-            #expect(streamed.map(outcome) == [outcome(viaDecodable), outcome(viaDecodable)], "\(text)")
+            #expect(streamed.map(Self.outcome) == [Self.outcome(viaDecodable), Self.outcome(viaDecodable)], "\(text)")
         }
         let deletions = [
             #"{"uuid":"\#(uuid)","version":4}"#, #"{"delete":"\#(uuid)"}"#, #"{"delete":7}"#, #"{"uuid":null,"delete":null}"#,
             #"{"uuid":"\#(uuid)","version":"4"}"#, #"{}"#,
         ]
-        func outcome(_ input: DeletionInput) -> String {
-            do throws(ValidationError) {
-                return "\(try validator.deletion(from: input))"
-            } catch {
-                return error.description
-            }
-        }
         for text in deletions {
             let viaDecodable = try JSONDecoder().decode(DeletionInput.self, from: Data(text.utf8))
             let viaReader = DeletionInput(json: try JSONReader.parse(Data(text.utf8)))
-            #expect(outcome(viaReader) == outcome(viaDecodable), "\(text)")
+            #expect(Self.outcome(viaReader) == Self.outcome(viaDecodable), "\(text)")
             let streamed = try Self.streamed(DeletionInput.self, text)
-            #expect(streamed.map(outcome) == [outcome(viaDecodable), outcome(viaDecodable)], "\(text)")
+            #expect(streamed.map(Self.outcome) == [Self.outcome(viaDecodable), Self.outcome(viaDecodable)], "\(text)")
+        }
+    }
+
+    /// What validating an input gives: the drink or deletion, or the error's words.
+    static func outcome(_ input: DrinkInput) -> String {
+        do throws(ValidationError) {
+            let now = RFC3339.parse("2026-11-29T12:00:00Z")!
+            return "\(try DrinkValidator().drink(from: input, now: now, defaultSource: "bus"))"
+        } catch {
+            return error.description
+        }
+    }
+
+    static func outcome(_ input: DeletionInput) -> String {
+        do throws(ValidationError) {
+            return "\(try DrinkValidator().deletion(from: input))"
+        } catch {
+            return error.description
         }
     }
 
@@ -181,25 +183,16 @@ struct JSONReaderTests {
             #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00Z","":0,"uuidx":"x","uui":"y"}"#,
             #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00Z","mgCaffeine":"x"}"#,
         ]
-        let validator = DrinkValidator()
-        let now = RFC3339.parse("2026-11-29T12:00:00Z")!
-        func outcome(_ input: DrinkInput) -> String {
-            do throws(ValidationError) {
-                return "\(try validator.drink(from: input, now: now, defaultSource: "bus"))"
-            } catch {
-                return error.description
-            }
-        }
         for text in texts {
             let tree = DrinkInput(json: try JSONReader.parse(Data(text.utf8)))
-            #expect(try Self.streamed(DrinkInput.self, text).map(outcome) == [outcome(tree), outcome(tree)], "\(text)")
+            #expect(try Self.streamed(DrinkInput.self, text).map(Self.outcome) == [Self.outcome(tree), Self.outcome(tree)], "\(text)")
         }
         let read = try texts.map { try Self.streamed(DrinkInput.self, $0)[0] }
-        #expect(outcome(read[0]).hasPrefix("Drink("))  // the second uuid won
-        #expect(outcome(read[1]).hasPrefix("Drink("))  // an escaped name is still "uuid"
-        #expect(outcome(read[2]).contains("blackTea"))  // a non-ASCII name is read and ignored
-        #expect(outcome(read[3]).hasPrefix("Drink("))  // names that only start like a field are not it
-        #expect(outcome(read[4]).contains("mgCaffeine"))  // the second mgCaffeine won, and is wrong
+        #expect(Self.outcome(read[0]).hasPrefix("Drink("))  // the second uuid won
+        #expect(Self.outcome(read[1]).hasPrefix("Drink("))  // an escaped name is still "uuid"
+        #expect(Self.outcome(read[2]).contains("blackTea"))  // a non-ASCII name is read and ignored
+        #expect(Self.outcome(read[3]).hasPrefix("Drink("))  // names that only start like a field are not it
+        #expect(Self.outcome(read[4]).contains("mgCaffeine"))  // the second mgCaffeine won, and is wrong
     }
 
     /// Elements that are not objects come back as nil, and a document that
