@@ -142,7 +142,11 @@ struct JSONReaderTests {
     /// One object, or an array of them, read with `JSONReader.Cursor` as
     /// the bus reads them; nil for a document of any other shape.
     static func objects<T: JSONObjectInput>(_: T.Type, _ text: String) throws -> (objects: [T?], isArray: Bool)? {
-        try Array(text.utf8).withUnsafeBytes { bytes throws(JSONReader.SyntaxError) in
+        try objects(T.self, Array(text.utf8))
+    }
+
+    static func objects<T: JSONObjectInput>(_: T.Type, _ text: [UInt8]) throws -> (objects: [T?], isArray: Bool)? {
+        try text.withUnsafeBytes { bytes throws(JSONReader.SyntaxError) in
             var c = JSONReader.Cursor(bytes)
             var result: (objects: [T?], isArray: Bool)?
             switch c.peek() {
@@ -239,5 +243,50 @@ struct JSONReaderTests {
         #expect(refusal(" \n ") == ValidationError(rule: "body is empty; expected a JSON object or array"))
         #expect(refusal("7") == ValidationError(rule: "body must be a JSON object or array"))
         #expect(refusal("[\(bad)] x")?.rule.hasPrefix("body is not valid JSON (unexpected text after the JSON value") == true)
+    }
+    /// Thousands of near-misses: each seed document with one byte replaced,
+    /// inserted or removed, at every position, with bytes a mutation is most
+    /// likely to break or pass (quotes, brackets, commas, escapes, digits,
+    /// non-ASCII). The cursor reading objects into inputs, as the bus and the
+    /// inbox do, accepts exactly what the tree reader accepts and fails with
+    /// the same error at the same byte. Deterministic: no randomness.
+    @Test func cursorAndTreeAgreeOnEveryOneByteMutation() throws {
+        let seeds = [
+            #"{"uuid":"6B1A4C2E-8F3D-4E5A-9B7C-1D2E3F4A5B6C","mgCaffeine":95.5,"date":"2026-11-29T08:00:00Z"}"#,
+            #"[{"delete":"x","version":2},{"u\u0075id":"é","a":[1,{"b":null}]},7,"s",true]"#,
+            #"{"drinks":[{"mgCaffeine":-1e2}],"deleted":null}"#,
+        ]
+        let alphabet = Array(#"{}[]",:\"#.utf8) + Array("0-.eEtfnu ".utf8) + [0x00, 0x1F, 0x7F, 0xC3, 0xA9, 0xFF]
+        var checked = 0
+        for seed in seeds {
+            let bytes = Array(seed.utf8)
+            for position in 0...bytes.count {
+                for b in alphabet {
+                    var mutations: [[UInt8]] = []
+                    var inserted = bytes
+                    inserted.insert(b, at: position)
+                    mutations.append(inserted)
+                    if position < bytes.count {
+                        var replaced = bytes
+                        replaced[position] = b
+                        mutations.append(replaced)
+                        if b == alphabet[0] {
+                            var removed = bytes
+                            removed.remove(at: position)
+                            mutations.append(removed)
+                        }
+                    }
+                    for text in mutations {
+                        var treeError: JSONReader.SyntaxError?
+                        do { _ = try JSONReader.parse(Data(text)) } catch { treeError = error }
+                        var cursorError: JSONReader.SyntaxError?
+                        do { _ = try Self.objects(DrinkInput.self, text) } catch { cursorError = error as? JSONReader.SyntaxError }
+                        #expect(cursorError == treeError, "\(String(decoding: text, as: UTF8.self))")
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(checked > 10_000)
     }
 }
