@@ -4,7 +4,7 @@ CONFIG ?= config/coffee-tracker.json
 APT_PACKAGES := libzmq3-dev libsqlite3-dev pkg-config
 PY_PACKAGES := pyzmq pytest
 
-.PHONY: all deps build release run test unit integration bench clean
+.PHONY: all deps build release run test lint format unit integration bench clean
 
 all: build
 
@@ -29,8 +29,16 @@ release: deps
 run: release
 	.build/release/coffee-tracker serve --config $(CONFIG)
 
-## Every test: Swift unit tests, then the real service over real sockets.
-test: unit integration
+## Every test: the format check, Swift unit tests, then the real service over real sockets.
+test: lint unit integration
+
+## The checked-in .swift-format, applied (format) or checked (lint; warnings fail).
+SWIFT_FORMAT_PATHS := Package.swift Sources Tests
+format:
+	$(SWIFT) format --in-place --recursive --configuration .swift-format $(SWIFT_FORMAT_PATHS)
+
+lint:
+	$(SWIFT) format lint --strict --recursive --configuration .swift-format $(SWIFT_FORMAT_PATHS)
 
 unit: deps
 	$(SWIFT) build --build-tests

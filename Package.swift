@@ -10,7 +10,7 @@ let package = Package(
     name: "coffee-tracker",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "coffee-tracker", targets: ["coffee-tracker"]),
+        .executable(name: "coffee-tracker", targets: ["coffee-tracker"])
     ],
     targets: [
         // C libraries from Debian's packages (libzmq3-dev, libsqlite3-dev).
@@ -52,8 +52,11 @@ let package = Package(
             name: "CoffeeDomainTests", dependencies: ["CoffeeDomain"], resources: [.copy("Vectors")],
             swiftSettings: strict),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "CoffeeDomain", "SQLite"], swiftSettings: strict),
-        .testTarget(name: "CoffeeModelTests", dependencies: ["CoffeeModel", "HealthStore", "CoffeeDomain"], swiftSettings: strict),
+        .testTarget(
+            name: "CoffeeModelTests", dependencies: ["CoffeeModel", "HealthStore", "CoffeeDomain"], swiftSettings: strict),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: strict),
-        .testTarget(name: "CoffeeServiceTests", dependencies: ["CoffeeService", "ZeroMQ", "CoffeeDomain", "HealthStore", "Logging"], swiftSettings: strict),
+        .testTarget(
+            name: "CoffeeServiceTests", dependencies: ["CoffeeService", "ZeroMQ", "CoffeeDomain", "HealthStore", "Logging"],
+            swiftSettings: strict),
     ]
 )

@@ -139,7 +139,8 @@ public struct DrinkValidator: Sendable {
         case .text(let t):
             guard let d = RFC3339.parse(t) else {
                 throw ValidationError(
-                    field: field, rule: "must be an RFC 3339 date with a zone, such as 2026-11-29T08:15:00Z, got \"\(t.prefix(64))\"")
+                    field: field,
+                    rule: "must be an RFC 3339 date with a zone, such as 2026-11-29T08:15:00Z, got \"\(t.prefix(64))\"")
             }
             return Drink.normalized(d)
         }

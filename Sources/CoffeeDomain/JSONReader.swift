@@ -139,9 +139,15 @@ public enum JSONReader {
             case UInt8(ascii: "{"): return try object()
             case UInt8(ascii: "["): return try array()
             case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-            case UInt8(ascii: "n"): try literal("null"); return .null
+            case UInt8(ascii: "t"):
+                try literal("true")
+                return .bool(true)
+            case UInt8(ascii: "f"):
+                try literal("false")
+                return .bool(false)
+            case UInt8(ascii: "n"):
+                try literal("null")
+                return .null
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
             default: throw fail("unexpected character \(Self.show(bytes[i]))")
             }
@@ -276,7 +282,9 @@ public enum JSONReader {
                     let slice = UnsafeBufferPointer(rebasing: bytes[(start + 1)..<i])
                     i += 1
                     if ascii { return String(decoding: slice, as: UTF8.self) }
-                    guard let s = String(validating: slice, as: UTF8.self) else { throw fail("string is not valid UTF-8", at: start) }
+                    guard let s = String(validating: slice, as: UTF8.self) else {
+                        throw fail("string is not valid UTF-8", at: start)
+                    }
                     return s
                 }
                 if b == UInt8(ascii: "\\") { break }
@@ -292,7 +300,9 @@ public enum JSONReader {
                 switch b {
                 case UInt8(ascii: "\""):
                     i += 1
-                    guard let s = String(validating: out, as: UTF8.self) else { throw fail("string is not valid UTF-8", at: start) }
+                    guard let s = String(validating: out, as: UTF8.self) else {
+                        throw fail("string is not valid UTF-8", at: start)
+                    }
                     return s
                 case UInt8(ascii: "\\"):
                     try escape(into: &out)

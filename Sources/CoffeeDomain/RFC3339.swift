@@ -99,13 +99,20 @@ public enum RFC3339 {
                 divisor /= 10
             }
         }
-        put(year, 4); out.append(UInt8(ascii: "-"))
-        put(month, 2); out.append(UInt8(ascii: "-"))
-        put(day, 2); out.append(UInt8(ascii: "T"))
-        put(s / 3600, 2); out.append(UInt8(ascii: ":"))
-        put(s / 60 % 60, 2); out.append(UInt8(ascii: ":"))
-        put(s % 60, 2); out.append(UInt8(ascii: "."))
-        put(ms, 3); out.append(UInt8(ascii: "Z"))
+        put(year, 4)
+        out.append(UInt8(ascii: "-"))
+        put(month, 2)
+        out.append(UInt8(ascii: "-"))
+        put(day, 2)
+        out.append(UInt8(ascii: "T"))
+        put(s / 3600, 2)
+        out.append(UInt8(ascii: ":"))
+        put(s / 60 % 60, 2)
+        out.append(UInt8(ascii: ":"))
+        put(s % 60, 2)
+        out.append(UInt8(ascii: "."))
+        put(ms, 3)
+        out.append(UInt8(ascii: "Z"))
     }
 
     static func daysInMonth(year: Int, month: Int) -> Int {

@@ -40,9 +40,9 @@ public struct ValidationError: Error, Hashable, Sendable, CustomStringConvertibl
     }
 
     public var description: String {
-        var where_: [String] = []
-        if let line { where_.append("line \(line)") }
-        if let index { where_.append("element \(index)") }
-        return where_.isEmpty ? reason : "\(where_.joined(separator: ", ")): \(reason)"
+        var place: [String] = []
+        if let line { place.append("line \(line)") }
+        if let index { place.append("element \(index)") }
+        return place.isEmpty ? reason : "\(place.joined(separator: ", ")): \(reason)"
     }
 }

@@ -77,7 +77,12 @@ public actor CoffeeDataStore {
     /// Writes what is scheduled now.
     public func flush() async {
         // Changes from here on schedule the next write.
-        guard let model = source.withLock({ slot in defer { slot = nil }; return slot }) else { return }
+        guard
+            let model = source.withLock({ slot in
+                defer { slot = nil }
+                return slot
+            })
+        else { return }
         let (drinks, anchor) = await model.cacheContents()
         let clock = ContinuousClock()
         let started = clock.now

@@ -15,7 +15,8 @@ public actor HealthKitController {
     /// Beyond this many changes behind, rebuilding the window is cheaper than replaying.
     private let replayLimit: Int64
 
-    public init(store: HealthStore, model: CoffeeData, cache: CoffeeDataStore?, clock: any WallClock, replayLimit: Int64 = 50_000) {
+    public init(store: HealthStore, model: CoffeeData, cache: CoffeeDataStore?, clock: any WallClock, replayLimit: Int64 = 50_000)
+    {
         self.store = store
         self.model = model
         self.cache = cache

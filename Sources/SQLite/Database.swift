@@ -1,6 +1,8 @@
 import CSQLite
 import Foundation
 
+/// SQLite's own name for "copy the bytes now": a C macro Swift cannot import.
+// swift-format-ignore: AlwaysUseLowerCamelCase
 let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// One SQLite connection. Not thread-safe: one owner at a time

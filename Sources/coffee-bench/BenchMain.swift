@@ -20,7 +20,8 @@ struct BenchMain {
     static func main() async {
         var args = Array(CommandLine.arguments.dropFirst())
         if args.contains("--help") || args.contains("-h") {
-            print("""
+            print(
+                """
                 Usage: coffee-bench [--runs N] [--out FILE] [--quick] [--binary PATH] [--only SECTION]
 
                 Starts release builds of `coffee-tracker serve` in a scratch folder and
@@ -64,7 +65,8 @@ struct BenchMain {
         func progress(_ what: String) {
             FileHandle.standardError.write(Data("coffee-bench: \(what)\n".utf8))
         }
-        print("figure                                              value unit       baseline     ratio  target             verdict")
+        print(
+            "figure                                              value unit       baseline     ratio  target             verdict")
         do {
             let events = quick ? 50_000 : 200_000
             // 1. Bus ingest, with both baselines, medians of `runs`. Each run
@@ -89,26 +91,34 @@ struct BenchMain {
                     raws.append(try bench.rawZeroMQ(events: events, perMessage: perMessage))
                 }
                 if perMessage == 1 {
-                    report(Row(
-                        figure: "storage ceiling (store alone, batches of 1000)", value: median(paired), unit: "events/s",
-                        target: "-"))
+                    report(
+                        Row(
+                            figure: "storage ceiling (store alone, batches of 1000)", value: median(paired), unit: "events/s",
+                            target: "-"))
                 }
                 let rate = median(results.map(\.eventsPerSecond))
                 let ratio = median(ratios)
                 let lost = results.map(\.lost).max() ?? 0
-                report(Row(
-                    figure: "bus ingest, \(label)", value: rate, unit: "events/s", baseline: median(paired),
-                    baselineName: "storage ceiling (paired runs)", ratio: ratio, target: ">= 0.80 of ceiling",
-                    pass: ratio >= 0.8 && lost == 0))
-                report(Row(
-                    figure: "  raw libzmq PUB->SUB, \(label)", value: median(raws), unit: "events/s", baseline: rate,
-                    baselineName: "bus ingest", ratio: median(raws) / rate, target: "-"))
+                report(
+                    Row(
+                        figure: "bus ingest, \(label)", value: rate, unit: "events/s", baseline: median(paired),
+                        baselineName: "storage ceiling (paired runs)", ratio: ratio, target: ">= 0.80 of ceiling",
+                        pass: ratio >= 0.8 && lost == 0))
+                report(
+                    Row(
+                        figure: "  raw libzmq PUB->SUB, \(label)", value: median(raws), unit: "events/s", baseline: rate,
+                        baselineName: "bus ingest", ratio: median(raws) / rate, target: "-"))
                 if perMessage == 1 {
-                    report(Row(figure: "  single-event absolute", value: rate, unit: "events/s", target: ">= 60000", pass: rate >= 60_000))
+                    report(
+                        Row(
+                            figure: "  single-event absolute", value: rate, unit: "events/s", target: ">= 60000",
+                            pass: rate >= 60_000))
                     let cpu = median(results.map(\.cpuPer100k))
                     let storeCPU = median(ceilingCPU)
-                    report(Row(figure: "CPU per 100k events at full speed", value: cpu, unit: "s", baseline: storeCPU,
-                        baselineName: "store alone, CPU per 100k", ratio: cpu / storeCPU, target: "<= 1.2", pass: cpu <= 1.2))
+                    report(
+                        Row(
+                            figure: "CPU per 100k events at full speed", value: cpu, unit: "s", baseline: storeCPU,
+                            baselineName: "store alone, CPU per 100k", ratio: cpu / storeCPU, target: "<= 1.2", pass: cpu <= 1.2))
                     report(Row(figure: "  store alone, CPU per 100k events", value: storeCPU, unit: "s", target: "-"))
                     report(Row(figure: "RSS after ingest", value: median(results.map(\.rssMB)), unit: "MB", target: "-"))
                 }
@@ -117,7 +127,12 @@ struct BenchMain {
 
             // 2. Latency at steady rates; CPU at 1 k/s.
             let fs = try bench.fsyncLatency()
-            if wanted("latency") { report(Row(figure: "one fsync (baseline)", value: fs.p50, unit: "ms p50", baseline: fs.p99, baselineName: "p99", target: "-")) }
+            if wanted("latency") {
+                report(
+                    Row(
+                        figure: "one fsync (baseline)", value: fs.p50, unit: "ms p50", baseline: fs.p99, baselineName: "p99",
+                        target: "-"))
+            }
             for rate in [1000.0, 10_000.0] where wanted("latency") {
                 var results: [Bench.Steady] = []
                 for run in 1...runs {
@@ -125,17 +140,25 @@ struct BenchMain {
                     results.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5))
                 }
                 let p99 = median(results.map(\.p99Ms))
-                report(Row(figure: "latency p50 at \(Int(rate))/s", value: median(results.map(\.p50Ms)), unit: "ms", baseline: fs.p50,
-                    baselineName: "fsync p50", ratio: median(results.map(\.p50Ms)) / fs.p50, target: "-"))
-                report(Row(figure: "latency p99 at \(Int(rate))/s", value: p99, unit: "ms", baseline: fs.p50, baselineName: "fsync p50",
-                    ratio: p99 / fs.p50, target: rate == 1000 ? "<= 2 ms" : "-", pass: rate == 1000 ? p99 <= 2 : nil))
+                report(
+                    Row(
+                        figure: "latency p50 at \(Int(rate))/s", value: median(results.map(\.p50Ms)), unit: "ms",
+                        baseline: fs.p50,
+                        baselineName: "fsync p50", ratio: median(results.map(\.p50Ms)) / fs.p50, target: "-"))
+                report(
+                    Row(
+                        figure: "latency p99 at \(Int(rate))/s", value: p99, unit: "ms", baseline: fs.p50,
+                        baselineName: "fsync p50",
+                        ratio: p99 / fs.p50, target: rate == 1000 ? "<= 2 ms" : "-", pass: rate == 1000 ? p99 <= 2 : nil))
                 report(Row(figure: "latency max at \(Int(rate))/s", value: median(results.map(\.maxMs)), unit: "ms", target: "-"))
                 if rate == 1000 {
                     let cpu = median(results.map(\.cpuPercent))
                     progress("1000 write+fdatasync per second alone (the CPU floor)")
                     let floor = try bench.fsyncCPU(rate: rate, seconds: quick ? 2 : 5)
-                    report(Row(figure: "CPU at 1000 events/s", value: cpu, unit: "% core", baseline: floor,
-                        baselineName: "1000 fdatasyncs/s alone", ratio: cpu / floor, target: "<= 10", pass: cpu <= 10))
+                    report(
+                        Row(
+                            figure: "CPU at 1000 events/s", value: cpu, unit: "% core", baseline: floor,
+                            baselineName: "1000 fdatasyncs/s alone", ratio: cpu / floor, target: "<= 10", pass: cpu <= 10))
                     report(Row(figure: "  1000 write+fdatasync/s alone (floor)", value: floor, unit: "% core", target: "-"))
                     // The same load with every drink in the model's 24-hour window (and its cache).
                     var inWindow: [Bench.Steady] = []
@@ -144,46 +167,62 @@ struct BenchMain {
                         inWindow.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5, recent: true))
                     }
                     let p99w = median(inWindow.map(\.p99Ms))
-                    report(Row(figure: "  p99 at 1000/s, all drinks in the model", value: p99w, unit: "ms", baseline: fs.p50,
-                        baselineName: "fsync p50", ratio: p99w / fs.p50, target: "-"))
-                    report(Row(figure: "  CPU at 1000/s, all drinks in the model", value: median(inWindow.map(\.cpuPercent)),
-                        unit: "% core", target: "-"))
+                    report(
+                        Row(
+                            figure: "  p99 at 1000/s, all drinks in the model", value: p99w, unit: "ms", baseline: fs.p50,
+                            baselineName: "fsync p50", ratio: p99w / fs.p50, target: "-"))
+                    report(
+                        Row(
+                            figure: "  CPU at 1000/s, all drinks in the model", value: median(inWindow.map(\.cpuPercent)),
+                            unit: "% core", target: "-"))
                 }
             }
 
             // 3. Inbox import (one run each: large files).
-            for (name, n) in [("drinks.jsonl", quick ? 100_000 : 1_000_000), ("drinks.json", quick ? 50_000 : 200_000),
-                ("drinks.plist", quick ? 20_000 : 100_000)] where wanted("inbox")
-            {
+            for (name, n) in [
+                ("drinks.jsonl", quick ? 100_000 : 1_000_000), ("drinks.json", quick ? 50_000 : 200_000),
+                ("drinks.plist", quick ? 20_000 : 100_000),
+            ] where wanted("inbox") {
                 progress("inbox import of \(n) drinks as \(name) (ceiling, file, import)")
                 let ceiling = try await ceilingNow().eventsPerSecond  // paired, as for ingest
                 let r = try bench.inboxImport(name: name, drinks: n)
-                report(Row(figure: "inbox import \(name) (\(n))", value: r.drinksPerSecond, unit: "drinks/s", baseline: ceiling,
-                    baselineName: "storage ceiling (paired)", ratio: r.drinksPerSecond / ceiling,
-                    target: name.hasSuffix("plist") ? "-" : ">= 0.80 of ceiling",
-                    pass: name.hasSuffix("plist") ? nil : r.drinksPerSecond / ceiling >= 0.8))
-                report(Row(figure: "  Foundation decode only, same file", value: r.decodePerSecond, unit: "drinks/s",
-                    baseline: r.drinksPerSecond, baselineName: "import", ratio: r.decodePerSecond / r.drinksPerSecond, target: "-"))
+                report(
+                    Row(
+                        figure: "inbox import \(name) (\(n))", value: r.drinksPerSecond, unit: "drinks/s", baseline: ceiling,
+                        baselineName: "storage ceiling (paired)", ratio: r.drinksPerSecond / ceiling,
+                        target: name.hasSuffix("plist") ? "-" : ">= 0.80 of ceiling",
+                        pass: name.hasSuffix("plist") ? nil : r.drinksPerSecond / ceiling >= 0.8))
+                report(
+                    Row(
+                        figure: "  Foundation decode only, same file", value: r.decodePerSecond, unit: "drinks/s",
+                        baseline: r.drinksPerSecond, baselineName: "import", ratio: r.decodePerSecond / r.drinksPerSecond,
+                        target: "-"))
                 report(Row(figure: "  peak RSS", value: r.peakMB, unit: "MB", target: "-"))
             }
 
             // 4. Start-up with a large store.
             if wanted("startup") {
-            progress("start-up with \(quick ? "100k" : "1M") drinks (building the store first)")
-            let st = try await bench.startup(drinks: quick ? 100_000 : 1_000_000)
-            report(Row(figure: "start-up to first ping, \(quick ? "100k" : "1M") drinks", value: st.seconds, unit: "s",
-                baseline: st.emptySeconds, baselineName: "empty store", ratio: st.seconds / st.emptySeconds,
-                target: "<= 0.5 s", pass: st.seconds <= 0.5))
-            report(Row(figure: "idle RSS with that store", value: st.idleMB, unit: "MB", target: "<= 50", pass: st.idleMB <= 50))
+                progress("start-up with \(quick ? "100k" : "1M") drinks (building the store first)")
+                let st = try await bench.startup(drinks: quick ? 100_000 : 1_000_000)
+                report(
+                    Row(
+                        figure: "start-up to first ping, \(quick ? "100k" : "1M") drinks", value: st.seconds, unit: "s",
+                        baseline: st.emptySeconds, baselineName: "empty store", ratio: st.seconds / st.emptySeconds,
+                        target: "<= 0.5 s", pass: st.seconds <= 0.5))
+                report(
+                    Row(figure: "idle RSS with that store", value: st.idleMB, unit: "MB", target: "<= 50", pass: st.idleMB <= 50))
             }
 
             // 5. Fan-out.
             if wanted("fanout") {
-            progress("fan-out to 100 subscribers at 1000/s")
-            let fan = try bench.fanout(subscribers: 100, rate: 1000, seconds: quick ? 2 : 3)
-            report(Row(figure: "fan-out: drops over 100 subscribers at 1k/s", value: Double(fan.drops), unit: "events", target: "0",
-                pass: fan.drops == 0))
-            report(Row(figure: "fan-out: worst subscriber p99 lag", value: fan.worstP99LagMs, unit: "ms", target: "-"))
+                progress("fan-out to 100 subscribers at 1000/s")
+                let fan = try bench.fanout(subscribers: 100, rate: 1000, seconds: quick ? 2 : 3)
+                report(
+                    Row(
+                        figure: "fan-out: drops over 100 subscribers at 1k/s", value: Double(fan.drops), unit: "events",
+                        target: "0",
+                        pass: fan.drops == 0))
+                report(Row(figure: "fan-out: worst subscriber p99 lag", value: fan.worstP99LagMs, unit: "ms", target: "-"))
             }
 
             // 6. Each stage alone, on one thread: how far each is from limiting the bus.
@@ -193,10 +232,14 @@ struct BenchMain {
                 let ceiling = c.eventsPerSecond
                 report(Row(figure: "store alone, CPU per 100k events", value: c.cpuPer100k, unit: "s", target: "-"))
                 let st = bench.stages(events: events)
-                report(Row(figure: "stage alone: read+validate bus bodies", value: st.decodePerSecond, unit: "events/s",
-                    baseline: ceiling, baselineName: "storage ceiling", ratio: st.decodePerSecond / ceiling, target: "-"))
-                report(Row(figure: "stage alone: write changes messages", value: st.encodePerSecond, unit: "events/s",
-                    baseline: ceiling, baselineName: "storage ceiling", ratio: st.encodePerSecond / ceiling, target: "-"))
+                report(
+                    Row(
+                        figure: "stage alone: read+validate bus bodies", value: st.decodePerSecond, unit: "events/s",
+                        baseline: ceiling, baselineName: "storage ceiling", ratio: st.decodePerSecond / ceiling, target: "-"))
+                report(
+                    Row(
+                        figure: "stage alone: write changes messages", value: st.encodePerSecond, unit: "events/s",
+                        baseline: ceiling, baselineName: "storage ceiling", ratio: st.encodePerSecond / ceiling, target: "-"))
             }
         } catch {
             print("coffee-bench: \(error)")

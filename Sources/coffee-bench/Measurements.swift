@@ -278,7 +278,9 @@ struct Bench {
             WriteBatch(
                 drinks: (0..<batch).map { _ in
                     // Dated as the ingest runs' drinks are (Bodies.historical).
-                    Drink(mgCaffeine: 95.5, date: Date().addingTimeInterval(-Double.random(in: 60...(365 * 86_400))), source: "bench")
+                    Drink(
+                        mgCaffeine: 95.5, date: Date().addingTimeInterval(-Double.random(in: 60...(365 * 86_400))),
+                        source: "bench")
                 })
         }
         let cpu0 = processCPUSeconds()
@@ -520,7 +522,8 @@ extension Bench {
         let encodeRate = (0..<5).map { _ in
             let t0 = now()
             for (i, drink) in decoded.enumerated() {
-                bytes += WireFormat.changesMessage(anchor: Int64(i + 1), previousAnchor: Int64(i), added: [drink], deleted: []).count
+                bytes +=
+                    WireFormat.changesMessage(anchor: Int64(i + 1), previousAnchor: Int64(i), added: [drink], deleted: []).count
             }
             return Double(events) / (now() - t0)
         }.max()!

@@ -8,8 +8,10 @@ struct JSONReaderTests {
     static let valid: [(String, JSONValue)] = [
         (#"{}"#, .object([])),
         (#"[]"#, .array([])),
-        (#" { "a" : [ 1 , -2 , 3.5 , 1e3 , -0.25E-2 ] } "#,
-         .object([("a", .array([.int(1), .int(-2), .double(3.5), .double(1000), .double(-0.0025)]))])),
+        (
+            #" { "a" : [ 1 , -2 , 3.5 , 1e3 , -0.25E-2 ] } "#,
+            .object([("a", .array([.int(1), .int(-2), .double(3.5), .double(1000), .double(-0.0025)]))])
+        ),
         (#"[true,false,null]"#, .array([.bool(true), .bool(false), .null])),
         (#""a\u00e9\ud83d\ude00\n\t\"\\\/""#, .string("aé😀\n\t\"\\/")),
         ("\"caf\u{e9} \u{1F600}\"", .string("café 😀")),
@@ -189,7 +191,8 @@ struct JSONReaderTests {
         ]
         for text in texts {
             let tree = DrinkInput(json: try JSONReader.parse(Data(text.utf8)))
-            #expect(try Self.streamed(DrinkInput.self, text).map(Self.outcome) == [Self.outcome(tree), Self.outcome(tree)], "\(text)")
+            #expect(
+                try Self.streamed(DrinkInput.self, text).map(Self.outcome) == [Self.outcome(tree), Self.outcome(tree)], "\(text)")
         }
         let read = try texts.map { try Self.streamed(DrinkInput.self, $0)[0] }
         #expect(Self.outcome(read[0]).hasPrefix("Drink("))  // the second uuid won
@@ -239,7 +242,9 @@ struct JSONReaderTests {
         #expect(refusal("[\(good),\(bad)]")?.field == "mgCaffeine")
         #expect(refusal(bad)?.index == nil)
         #expect(refusal(bad)?.field == "mgCaffeine")
-        #expect(refusal("[\(bad),") == ValidationError(rule: "body is not valid JSON (unexpected end of input at byte \(bad.utf8.count + 2))"))
+        #expect(
+            refusal("[\(bad),")
+                == ValidationError(rule: "body is not valid JSON (unexpected end of input at byte \(bad.utf8.count + 2))"))
         #expect(refusal(" \n ") == ValidationError(rule: "body is empty; expected a JSON object or array"))
         #expect(refusal("7") == ValidationError(rule: "body must be a JSON object or array"))
         #expect(refusal("[\(bad)] x")?.rule.hasPrefix("body is not valid JSON (unexpected text after the JSON value") == true)
@@ -280,7 +285,9 @@ struct JSONReaderTests {
                         var treeError: JSONReader.SyntaxError?
                         do { _ = try JSONReader.parse(Data(text)) } catch { treeError = error }
                         var cursorError: JSONReader.SyntaxError?
-                        do { _ = try Self.objects(DrinkInput.self, text) } catch { cursorError = error as? JSONReader.SyntaxError }
+                        do { _ = try Self.objects(DrinkInput.self, text) } catch {
+                            cursorError = error as? JSONReader.SyntaxError
+                        }
                         #expect(cursorError == treeError, "\(String(decoding: text, as: UTF8.self))")
                         checked += 1
                     }

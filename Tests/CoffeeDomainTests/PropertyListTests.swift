@@ -22,10 +22,11 @@ struct PropertyListTests {
     func vectorFileReads(name: String) throws {
         let url = Bundle.module.url(forResource: "Vectors/\(name)", withExtension: "plist")!
         let drinks = try decode(Data(contentsOf: url))
-        #expect(drinks.map(\.uuid.uuidString) == [
-            "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C01", "0B8E5A52-1D2C-4C3F-8F6A-2E9B7D1C4A02",
-            "C7D2E1F0-5A4B-4C3D-9E8F-1A2B3C4D5E03",
-        ])
+        #expect(
+            drinks.map(\.uuid.uuidString) == [
+                "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C01", "0B8E5A52-1D2C-4C3F-8F6A-2E9B7D1C4A02",
+                "C7D2E1F0-5A4B-4C3D-9E8F-1A2B3C4D5E03",
+            ])
         #expect(drinks.map(\.mgCaffeine) == [96, 128, 64])
         #expect(RFC3339.string(drinks[0].date) == "2026-11-29T12:30:00.000Z")
     }
@@ -38,9 +39,10 @@ struct PropertyListTests {
         let drinks = try decode(Data(contentsOf: url))
         #expect(drinks.map(\.mgCaffeine) == [96, 128, 47.5])
         #expect(drinks[2].uuid.uuidString == "D4E5F6A7-B8C9-4DAE-9FB0-3B4C5D6E7F08")
-        #expect(drinks.map { RFC3339.string($0.date) } == [
-            "2026-11-29T12:30:00.000Z", "2026-11-29T09:40:00.000Z", "2026-11-28T23:30:15.000Z",
-        ])
+        #expect(
+            drinks.map { RFC3339.string($0.date) } == [
+                "2026-11-29T12:30:00.000Z", "2026-11-29T09:40:00.000Z", "2026-11-28T23:30:15.000Z",
+            ])
     }
 
     @Test func writtenByFoundationsEncoderReads() throws {

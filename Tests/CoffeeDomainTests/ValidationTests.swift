@@ -52,7 +52,10 @@ struct ValidationTests {
         (#"{"uuid":"ID","type":"latte","date":"2026-11-29T08:00:00Z"}"#, "type", "must be one of"),
         (#"{"uuid":"ID","mgCaffeine":5,"date":"2026-11-29T08:00:00Z","version":0}"#, "version", "must be >= 1"),
         (#"{"uuid":"ID","mgCaffeine":5,"date":"2026-11-29T08:00:00Z","version":1.5}"#, "version", "must be an integer"),
-        (#"{"uuid":"ID","mgCaffeine":5,"date":"2026-11-29T08:00:00Z","source":"\#(String(repeating: "x", count: 129))"}"#, "source", "at most 128 bytes"),
+        (
+            #"{"uuid":"ID","mgCaffeine":5,"date":"2026-11-29T08:00:00Z","source":"\#(String(repeating: "x", count: 129))"}"#,
+            "source", "at most 128 bytes"
+        ),
     ])
     func ruleBreakingFieldIsNamed(json: String, field: String, rule: String) {
         let e = error(json.replacingOccurrences(of: "ID", with: id))
@@ -92,9 +95,10 @@ struct ValidationTests {
         #expect(RFC3339.string(RFC3339.parse("2026-11-29T09:15:00.250+01:00")!) == "2026-11-29T08:15:00.250Z")
         #expect(RFC3339.string(RFC3339.parse("2024-02-29T23:59:59.9996-00:30")!) == "2024-03-01T00:30:00.000Z")
         #expect(RFC3339.string(Date(timeIntervalSince1970: -1)) == "1969-12-31T23:59:59.000Z")
-        for junk in ["2026-13-01T00:00:00Z", "2026-11-29T24:00:00Z", "2026-11-29T08:00:00+1:00", "2026-11-29T08:00:00.Z",
-            "2026-11-29T08:00:00Zjunk", "2023-02-29T08:00:00Z"]
-        {
+        for junk in [
+            "2026-13-01T00:00:00Z", "2026-11-29T24:00:00Z", "2026-11-29T08:00:00+1:00", "2026-11-29T08:00:00.Z",
+            "2026-11-29T08:00:00Zjunk", "2023-02-29T08:00:00Z",
+        ] {
             #expect(RFC3339.parse(junk) == nil, "\(junk)")
         }
     }
@@ -106,10 +110,11 @@ struct ValidationTests {
             #expect(UUIDText.parse(u.uuidString) == u)
             #expect(UUIDText.parse(u.uuidString.lowercased()) == u)
         }
-        for junk in ["", "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C0", "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C0G",
+        for junk in [
+            "", "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C0", "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C0G",
             "6F1C3B1E3F55-4B0B-9C1E-7A2D8E4B5C011", "{6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C}",
-            "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C0Z", "GF1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C01"]
-        {
+            "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C0Z", "GF1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C01",
+        ] {
             #expect(UUIDText.parse(junk) == nil, "\(junk)")
         }
         let a = UUID(uuidString: "00000000-0000-0000-0000-000000000001")!
@@ -132,8 +137,9 @@ struct ValidationTests {
     /// back as the tree it stands for.
     @Test func byteWriterMatchesTheTree() throws {
         let drinks = [
-            Drink(uuid: UUID(), mgCaffeine: 143.2, date: RFC3339.parse("2026-11-29T08:15:00.123Z")!, version: 2,
-                  type: .mediumCoffee, source: "bus"),
+            Drink(
+                uuid: UUID(), mgCaffeine: 143.2, date: RFC3339.parse("2026-11-29T08:15:00.123Z")!, version: 2,
+                type: .mediumCoffee, source: "bus"),
             Drink(uuid: UUID(), mgCaffeine: 95, date: Date(timeIntervalSince1970: -86_400.5), version: 9_007_199_254_740_993),
             Drink(uuid: UUID(), mgCaffeine: 0.1, date: Date(timeIntervalSince1970: 0), source: "caf\u{e9} \"quoted\"\n\u{1}"),
             Drink(uuid: UUID(), mgCaffeine: 1e-7, date: RFC3339.parse("9999-12-31T23:59:59.999Z")!, type: .chocolate),

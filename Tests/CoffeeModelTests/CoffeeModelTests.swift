@@ -144,7 +144,6 @@ struct CoffeeDataTests {
         #expect(saved.drinks.first == last)  // oldest first
     }
 
-
     /// A costly write spaces out the next: the wait is the larger of the
     /// interval and `costFactor` times what the last write took.
     @Test func costlyWritesWaitLonger() async throws {
@@ -232,7 +231,9 @@ struct CoffeeDataTests {
         #expect(await follow(CommittedBatch(anchor: 1, previousAnchor: 0, log: [.added(a)])) == .applied)
         #expect(await m.drinks == [a])
         #expect(await m.anchor == 1)
-        #expect(await follow(CommittedBatch(anchor: 1, previousAnchor: 0, log: [.deleted(Tombstone(uuid: a.uuid, version: 1))])) == .alreadyHeld)
+        #expect(
+            await follow(CommittedBatch(anchor: 1, previousAnchor: 0, log: [.deleted(Tombstone(uuid: a.uuid, version: 1))]))
+                == .alreadyHeld)
         #expect(await m.drinks == [a])
     }
 

@@ -82,7 +82,9 @@ struct InboxDocumentTests {
     /// Many drinks, read in order, each validated.
     @Test func aLargeArrayKeepsItsOrder() throws {
         let uuids = (0..<5000).map { _ in UUID() }
-        let text = "[" + uuids.map { #"{"uuid":"\#($0.uuidString)","mgCaffeine":80,"date":"2026-11-29T08:00:00Z"}"# }
+        let text =
+            "["
+            + uuids.map { #"{"uuid":"\#($0.uuidString)","mgCaffeine":80,"date":"2026-11-29T08:00:00Z"}"# }
             .joined(separator: ",\n") + "]"
         let batch = try parser.parse(Data(text.utf8), format: .json, now: now)
         #expect(batch.drinks.map(\.uuid) == uuids)

@@ -1,7 +1,7 @@
 import CoffeeDomain
 import Foundation
-import Synchronization
 import HealthStore
+import Synchronization
 import Testing
 
 @testable import CoffeeService
@@ -43,7 +43,8 @@ struct InboxTests {
             let e = error as! InboxFileError
             return e.line == 4 && e.field == "mgCaffeine"
         }
-        let ok = try? parser.parse(Data((good + "\n" + #"{"delete":"\#(UUID())"}"#).utf8), format: .jsonLines, now: .distantFuture)
+        let ok = try? parser.parse(
+            Data((good + "\n" + #"{"delete":"\#(UUID())"}"#).utf8), format: .jsonLines, now: .distantFuture)
         #expect(ok?.drinks.count == 1 && ok?.deletions.count == 1)
     }
 

@@ -1,5 +1,6 @@
 import CoffeeDomain
 import Foundation
+
 @testable import HealthStore
 
 /// A fresh folder under the system's temporary directory, removed by `cleanup()`.

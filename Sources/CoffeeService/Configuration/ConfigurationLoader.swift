@@ -40,9 +40,11 @@ public enum ConfigurationLoader {
         var c = ServiceConfiguration()
         c.dataDirectory = "../data"
         c.inboxDirectory = "../inbox"
-        try reader.keys(top, "", allowed: [
-            "dataDirectory", "inboxDirectory", "ingest", "updates", "query", "model", "publish", "store", "limits", "log",
-        ])
+        try reader.keys(
+            top, "",
+            allowed: [
+                "dataDirectory", "inboxDirectory", "ingest", "updates", "query", "model", "publish", "store", "limits", "log",
+            ])
         if let v = try reader.string(top, "dataDirectory") { c.dataDirectory = v }
         if let v = try reader.string(top, "inboxDirectory") { c.inboxDirectory = v }
         c.dataDirectory = resolve(c.dataDirectory, folder)
@@ -89,7 +91,8 @@ public enum ConfigurationLoader {
             if let v = try reader.string(s, "log.level") {
                 guard let level = Logger.Level(rawValue: v) else {
                     throw reader.fail(
-                        "log.level", "must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(v)\"")
+                        "log.level",
+                        "must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(v)\"")
                 }
                 c.logLevel = level
             }
@@ -133,7 +136,9 @@ public enum ConfigurationLoader {
             for (key, _) in object {
                 guard allowed.contains(key) else {
                     throw ConfigurationError(
-                        message: "\(file): unknown key \"\(prefix)\(key)\"; known keys here: \(allowed.sorted().joined(separator: ", "))")
+                        message:
+                            "\(file): unknown key \"\(prefix)\(key)\"; known keys here: \(allowed.sorted().joined(separator: ", "))"
+                    )
                 }
                 guard seen.insert(key).inserted else { throw fail(prefix + key, "is given twice") }
             }

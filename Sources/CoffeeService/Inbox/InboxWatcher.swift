@@ -1,6 +1,6 @@
+import CoffeeModel
 import Dispatch
 import Foundation
-import CoffeeModel
 import Logging
 
 #if canImport(Glibc)

@@ -118,7 +118,8 @@ public final class IngestEndpoint: Sendable {
             if topic.elementsEqual(addTopic) { return .drinks(try decoder.drinks(json: body, now: now, source: "bus")) }
             if topic.elementsEqual(deleteTopic) { return .deletions(try decoder.deletions(json: body)) }
             throw ValidationError(
-                rule: "unknown topic \"\(String(decoding: topic.prefix(64), as: UTF8.self))\"; expected drink.add or drink.delete")
+                rule: "unknown topic \"\(String(decoding: topic.prefix(64), as: UTF8.self))\"; expected drink.add or drink.delete"
+            )
         } catch {
             let topicText = topic.map { String(decoding: $0, as: UTF8.self) } ?? ""
             return .rejected(.init(at: now, reason: error.description, topic: topicText, body: Data(body)))
@@ -159,7 +160,9 @@ public final class IngestEndpoint: Sendable {
     static func split(_ frames: [UnsafeRawBufferPointer]) -> (UnsafeRawBufferPointer?, UnsafeRawBufferPointer) {
         if frames.count == 2 { return (frames[0], frames[1]) }
         if frames.count == 1, let space = frames[0].firstIndex(of: UInt8(ascii: " ")) {
-            return (UnsafeRawBufferPointer(rebasing: frames[0][..<space]), UnsafeRawBufferPointer(rebasing: frames[0][(space + 1)...]))
+            return (
+                UnsafeRawBufferPointer(rebasing: frames[0][..<space]), UnsafeRawBufferPointer(rebasing: frames[0][(space + 1)...])
+            )
         }
         return (nil, frames.last ?? UnsafeRawBufferPointer(start: nil, count: 0))
     }

@@ -75,7 +75,8 @@ public final class Broadcaster: Sendable {
                         case .commit(let batch):
                             let (added, deleted) = batch.resolved()
                             self.sendChanges(
-                                socket, anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: added, deleted: deleted)
+                                socket, anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: added, deleted: deleted
+                            )
                         case .pages(let batch, let store):
                             self.sendPages(socket, batch, store: store)
                         case .barrier(let reached):
@@ -155,7 +156,12 @@ public final class Broadcaster: Sendable {
     /// must still be open), or after `timeout` if the publisher is stuck.
     public func sent(timeout: Duration = .seconds(30)) async {
         let waiter = Mutex<CheckedContinuation<Void, Never>?>(nil)
-        let resume: @Sendable () -> Void = { waiter.withLock { slot in defer { slot = nil }; return slot }?.resume() }
+        let resume: @Sendable () -> Void = {
+            waiter.withLock { slot in
+                defer { slot = nil }
+                return slot
+            }?.resume()
+        }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             waiter.withLock { $0 = continuation }
             if !loop.mailbox.post(.barrier(resume)) { resume() }  // a full queue has dropped already

@@ -49,7 +49,8 @@ enum ClientCommands {
 
     static func run(_ command: String, _ words: [String]) throws -> Int32 {
         let args = try Arguments(
-            words, valued: ["config", "query", "timeout", "type", "mg", "date", "uuid", "version", "source", "since", "limit", "at"],
+            words,
+            valued: ["config", "query", "timeout", "type", "mg", "date", "uuid", "version", "source", "since", "limit", "at"],
             switches: ["help", "json"])
         if args.has("help") {
             print(help[command]! + "\n\nOptions:\n" + common)
@@ -113,20 +114,25 @@ enum ClientCommands {
                 }
             }
         case "model":
-            var request_: [(String, JSONValue)] = [("op", "model")]
-            if let at = args["at"] { request_.append(("at", .string(at))) }
-            let reply = try request(client, request_, args)
+            var modelRequest: [(String, JSONValue)] = [("op", "model")]
+            if let at = args["at"] { modelRequest.append(("at", .string(at))) }
+            let reply = try request(client, modelRequest, args)
             if !args.has("json") {
                 let mg = (reply["mgCaffeine"] as? NSNumber)?.doubleValue ?? 0
                 let cups = (reply["cupsToday"] as? NSNumber)?.doubleValue ?? 0
                 print(String(format: "caffeine  %.1f mg (%@)", mg, (reply["level"] as? String) ?? "?"))
-                print(String(format: "cups      %.2f today (%@), %@ drinks", cups, (reply["cupsLevel"] as? String) ?? "?", "\(reply["drinksToday"] ?? 0)"))
+                print(
+                    String(
+                        format: "cups      %.2f today (%@), %@ drinks", cups, (reply["cupsLevel"] as? String) ?? "?",
+                        "\(reply["drinksToday"] ?? 0)"))
                 print("at        \(reply["at"] ?? "")  anchor \(reply["anchor"] ?? 0)")
             }
         default:  // status
             let reply = try request(client, [("op", "stats")], args)
             if !args.has("json") {
-                for key in reply.keys.sorted() where key != "ok" { print("\(key.padding(toLength: 15, withPad: " ", startingAt: 0)) \(reply[key]!)") }
+                for key in reply.keys.sorted() where key != "ok" {
+                    print("\(key.padding(toLength: 15, withPad: " ", startingAt: 0)) \(reply[key]!)")
+                }
             }
         }
         return 0
@@ -142,7 +148,9 @@ enum ClientCommands {
     }
 
     static func number(_ text: String, _ flag: String) throws -> Double {
-        guard let v = Double(text), v.isFinite else { throw Arguments.UsageError(description: "\(flag) needs a number, got \"\(text)\"") }
+        guard let v = Double(text), v.isFinite else {
+            throw Arguments.UsageError(description: "\(flag) needs a number, got \"\(text)\"")
+        }
         return v
     }
 }

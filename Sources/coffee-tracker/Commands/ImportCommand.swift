@@ -39,7 +39,9 @@ enum ImportCommand {
         do {
             _ = try client.call(.object([("op", "ping")]))
         } catch {
-            printError("coffee-tracker import: the service is not running (no answer at \(endpoint)); start it with `coffee-tracker serve`, or drop the files into its inbox folder")
+            printError(
+                "coffee-tracker import: the service is not running (no answer at \(endpoint)); start it with `coffee-tracker serve`, or drop the files into its inbox folder"
+            )
             return 1
         }
         let parser = InboxFileParser(
@@ -101,9 +103,10 @@ enum ImportCommand {
                 }
             }
             progress.finish()
-            print(String(
-                format: "%@: added %d, duplicates %d, deleted %d, unknown %d, %.2f s", path, totals.added,
-                totals.duplicates, totals.deleted, totals.unknown, Date().timeIntervalSince(started)))
+            print(
+                String(
+                    format: "%@: added %d, duplicates %d, deleted %d, unknown %d, %.2f s", path, totals.added,
+                    totals.duplicates, totals.deleted, totals.unknown, Date().timeIntervalSince(started)))
         }
         return failures == 0 ? 0 : 1
     }

@@ -58,7 +58,8 @@ enum WatchCommand {
             guard try ZMQSocket.poll([.socket(socket)], timeoutMs: timeoutMs).first == true,
                 let frames = try socket.receive(dontWait: true), frames.count == 2
             else {
-                printError("coffee-tracker watch: nothing from \(endpoint) in \(Double(timeoutMs) / 1000) s; is the service running?")
+                printError(
+                    "coffee-tracker watch: nothing from \(endpoint) in \(Double(timeoutMs) / 1000) s; is the service running?")
                 return 1
             }
             seen += 1
@@ -97,9 +98,10 @@ enum WatchCommand {
         guard !values.isEmpty else { return "" }
         let bars = Array("▁▂▃▄▅▆▇█")
         let top = max(values.max() ?? 0, 1e-9)
-        return String((0..<min(width, values.count)).map { i in
-            let v = values[i * values.count / min(width, values.count)]
-            return bars[min(bars.count - 1, Int(v / top * Double(bars.count - 1)))]
-        })
+        return String(
+            (0..<min(width, values.count)).map { i in
+                let v = values[i * values.count / min(width, values.count)]
+                return bars[min(bars.count - 1, Int(v / top * Double(bars.count - 1)))]
+            })
     }
 }
