@@ -89,4 +89,43 @@ struct InboxDocumentTests {
         let batch = try parser.parse(Data(text.utf8), format: .json, now: now)
         #expect(batch.drinks.map(\.uuid) == uuids)
     }
+    /// Each JSON Lines line is read once, without a tree, as both a drink
+    /// and a deletion; the outcome equals reading the line's tree and
+    /// choosing by its `delete` member, as the inbox did before.
+    @Test func jsonLinesLinesAgreeWithTheTree() {
+        let lines = [
+            Self.d1, Self.d2, Self.bad, #"{"delete":"\#(Self.u1)"}"#, #"{"delete":null}"#, #"{"delete":7}"#,
+            #"{"delete":"x","uuid":"\#(Self.u2)","version":3}"#, #"{"uuid":"\#(Self.u1)","version":2}"#,
+            #"{"uuid":"\#(Self.u1)","mgCaffeine":5,"date":"2026-11-29T08:00:00Z","delete":false}"#,
+            "7", "[]", #""x""#, "{", #"{"a":1,}"#, #"{"uuid":"\#(Self.u1)"} x"#, "  {}  ",
+        ]
+        func reference(_ text: String) -> String {
+            do throws(ValidationError) {
+                let value: JSONValue
+                do throws(JSONReader.SyntaxError) {
+                    value = try JSONReader.parse(Data(text.utf8))
+                } catch {
+                    throw ValidationError(rule: "line is not valid JSON (\(error))")
+                }
+                guard case .object = value else { throw ValidationError(rule: "each line must be one JSON object") }
+                if value[member: "delete"] != nil {
+                    return "\(try parser.decoder.validator.deletion(from: DeletionInput(json: value)))"
+                }
+                return "\(try parser.decoder.validator.drink(from: DrinkInput(json: value), now: now, defaultSource: "inbox"))"
+            } catch {
+                return InboxFileError(error.at(line: 4)).message
+            }
+        }
+        for text in lines {
+            var batch = WriteBatch()
+            let streamed: String
+            do throws(InboxFileError) {
+                try parser.line(Data(text.utf8), number: 4, now: now, into: &batch)
+                streamed = batch.drinks.map { "\($0)" }.joined() + batch.deletions.map { "\($0)" }.joined()
+            } catch {
+                streamed = error.message
+            }
+            #expect(streamed == reference(text), "\(text)")
+        }
+    }
 }

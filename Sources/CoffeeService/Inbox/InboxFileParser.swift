@@ -80,20 +80,42 @@ public struct InboxFileParser: Sendable {
             throw InboxFileError("line \(number): not valid UTF-8", line: number)
         }
         do throws(ValidationError) {
-            let value: JSONValue
+            let read = bytes.withUnsafeBytes { raw in
+                Result { () throws(JSONReader.SyntaxError) -> LineInput? in
+                    var c = JSONReader.Cursor(raw)
+                    let input = try c.objectOrSkip(LineInput.self)
+                    try c.end()
+                    return input
+                }
+            }
+            let line: LineInput?
             do throws(JSONReader.SyntaxError) {
-                value = try JSONReader.parse(bytes)
+                line = try read.get()
             } catch {
                 throw ValidationError(rule: "line is not valid JSON (\(error))")
             }
-            guard case .object = value else { throw ValidationError(rule: "each line must be one JSON object") }
-            if value[member: "delete"] != nil {
-                batch.deletions.append(try decoder.validator.deletion(from: DeletionInput(json: value)))
+            guard let line else { throw ValidationError(rule: "each line must be one JSON object") }
+            if line.isDeletion {
+                batch.deletions.append(try decoder.validator.deletion(from: line.deletion))
             } else {
-                batch.drinks.append(try decoder.validator.drink(from: DrinkInput(json: value), now: now, defaultSource: "inbox"))
+                batch.drinks.append(try decoder.validator.drink(from: line.drink, now: now, defaultSource: "inbox"))
             }
         } catch {
             throw InboxFileError(error.at(line: number))
+        }
+    }
+
+    /// One JSON Lines object, read once (no tree) as both a drink and a
+    /// deletion: it is a deletion when it has a `delete` member.
+    struct LineInput: JSONObjectInput {
+        var drink = DrinkInput()
+        var deletion = DeletionInput()
+        var isDeletion = false
+
+        mutating func take(_ key: JSONKey, _ value: JSONValue) {
+            if key == "delete" { isDeletion = true }
+            drink.take(key, value)
+            deletion.take(key, value)
         }
     }
 
