@@ -117,13 +117,15 @@ struct InboxDocumentTests {
             }
         }
         for text in lines {
-            var batch = WriteBatch()
+            let read = Array(text.utf8).withUnsafeBytes { raw in
+                Result { () throws(InboxFileError) in try parser.line(raw, number: 4, now: now) }
+            }
             let streamed: String
-            do throws(InboxFileError) {
-                try parser.line(Data(text.utf8), number: 4, now: now, into: &batch)
-                streamed = batch.drinks.map { "\($0)" }.joined() + batch.deletions.map { "\($0)" }.joined()
-            } catch {
-                streamed = error.message
+            switch read {
+            case .success(.drink(let drink)): streamed = "\(drink)"
+            case .success(.deletion(let deletion)): streamed = "\(deletion)"
+            case .success(.blank): streamed = "blank"
+            case .failure(let error): streamed = error.message
             }
             #expect(streamed == reference(text), "\(text)")
         }

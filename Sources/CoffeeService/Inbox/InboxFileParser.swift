@@ -73,33 +73,33 @@ public struct InboxFileParser: Sendable {
         }
     }
 
-    /// One line of a JSON Lines file: a drink, or `{"delete": "<uuid>"}`.
-    func line(_ bytes: Data, number: Int, now: Date, into batch: inout WriteBatch) throws(InboxFileError) {
-        guard bytes.contains(where: { $0 > 0x20 }) else { return }  // blank lines are fine
-        guard String(validating: bytes, as: UTF8.self) != nil else {
+    /// What one line of a JSON Lines file holds.
+    enum Line: Sendable {
+        case blank
+        case drink(Drink)
+        case deletion(Deletion)
+    }
+
+    /// One line of a JSON Lines file: a drink, or `{"delete": "<uuid>"}`,
+    /// read in place.
+    func line(_ bytes: UnsafeRawBufferPointer, number: Int, now: Date) throws(InboxFileError) -> Line {
+        guard bytes.contains(where: { $0 > 0x20 }) else { return .blank }  // blank lines are fine
+        // Only a line with non-ASCII bytes can be invalid UTF-8.
+        if bytes.contains(where: { $0 >= 0x80 }), String(validating: bytes.bindMemory(to: UInt8.self), as: UTF8.self) == nil {
             throw InboxFileError("line \(number): not valid UTF-8", line: number)
         }
         do throws(ValidationError) {
-            let read = bytes.withUnsafeBytes { raw in
-                Result { () throws(JSONReader.SyntaxError) -> LineInput? in
-                    var c = JSONReader.Cursor(raw)
-                    let input = try c.objectOrSkip(LineInput.self)
-                    try c.end()
-                    return input
-                }
-            }
             let line: LineInput?
             do throws(JSONReader.SyntaxError) {
-                line = try read.get()
+                var c = JSONReader.Cursor(bytes)
+                line = try c.objectOrSkip(LineInput.self)
+                try c.end()
             } catch {
                 throw ValidationError(rule: "line is not valid JSON (\(error))")
             }
             guard let line else { throw ValidationError(rule: "each line must be one JSON object") }
-            if line.isDeletion {
-                batch.deletions.append(try decoder.validator.deletion(from: line.deletion))
-            } else {
-                batch.drinks.append(try decoder.validator.drink(from: line.drink, now: now, defaultSource: "inbox"))
-            }
+            if line.isDeletion { return .deletion(try decoder.validator.deletion(from: line.deletion)) }
+            return .drink(try decoder.validator.drink(from: line.drink, now: now, defaultSource: "inbox"))
         } catch {
             throw InboxFileError(error.at(line: number))
         }
@@ -274,11 +274,13 @@ public final class JSONLinesReader: @unchecked Sendable {
     private let now: Date
     private let chunkSize: Int
     private let readPiece: () throws -> Data?
-    private var buffer = Data()
+    /// What has been read and not yet handed out as lines, from `position`.
+    private var buffer: [UInt8] = []
     private var position = 0
     private var atEnd = false
     private var lineNumber = 0
-    private var carried: WriteBatch?
+    /// A drink that followed a deletion: it opens the next chunk.
+    private var carried: Drink?
     /// Drinks and deletions handed out so far.
     public private(set) var changesRead = 0
 
@@ -302,24 +304,29 @@ public final class JSONLinesReader: @unchecked Sendable {
         }
     }
 
-    /// The next line's bytes (without its newline), or nil at the end.
-    private func nextLine() throws -> Data? {
+    /// Where the next line lies in `buffer` (without its newline), valid
+    /// until the next call; nil at the end.
+    private func nextLine() throws -> Range<Int>? {
         while true {
-            if let newline = buffer[(buffer.startIndex + position)...].firstIndex(of: UInt8(ascii: "\n")) {
-                let line = buffer[(buffer.startIndex + position)..<newline]
-                position = newline + 1 - buffer.startIndex
-                return Data(line)
+            let newline = buffer.withUnsafeBytes { raw -> Int? in
+                guard position < raw.count, let base = raw.baseAddress,
+                    let found = memchr(base + position, Int32(UInt8(ascii: "\n")), raw.count - position)
+                else { return nil }
+                return base.distance(to: UnsafeRawPointer(found))
+            }
+            if let newline {
+                defer { position = newline + 1 }
+                return position..<newline
             }
             if atEnd {
                 guard position < buffer.count else { return nil }
-                let line = buffer[(buffer.startIndex + position)...]
-                position = buffer.count
-                return Data(line)
+                defer { position = buffer.count }
+                return position..<buffer.count
             }
             // Keep only the unfinished line, then read another piece.
-            buffer = Data(buffer[(buffer.startIndex + position)...])
+            buffer.removeFirst(position)
             position = 0
-            if let piece = try readPiece(), !piece.isEmpty { buffer.append(piece) } else { atEnd = true }
+            if let piece = try readPiece(), !piece.isEmpty { buffer.append(contentsOf: piece) } else { atEnd = true }
         }
     }
 
@@ -327,27 +334,39 @@ public final class JSONLinesReader: @unchecked Sendable {
     ///
     /// - Throws: `InboxFileError` naming the line.
     public func nextChunk() throws(InboxFileError) -> WriteBatch? {
-        var chunk = carried ?? WriteBatch()
+        var chunk = WriteBatch()
+        if let carried { chunk.drinks.append(carried) }
         carried = nil
         while chunk.count < chunkSize {
-            let bytes: Data?
+            let range: Range<Int>?
             do {
-                bytes = try nextLine()
+                range = try nextLine()
             } catch {
                 throw InboxFileError("file cannot be read (\(error))", line: lineNumber + 1)
             }
-            guard let bytes else { break }
+            guard let range else { break }
             lineNumber += 1
-            var line = WriteBatch()
-            try parser.line(bytes, number: lineNumber, now: now, into: &line)
-            if !line.drinks.isEmpty && !chunk.acceptsDrinksInOrder {
-                carried = line
-                break
+            let number = lineNumber
+            let read = buffer.withUnsafeBytes { raw in
+                Result { () throws(InboxFileError) in
+                    try parser.line(UnsafeRawBufferPointer(rebasing: raw[range]), number: number, now: now)
+                }
             }
-            chunk.drinks += line.drinks
-            chunk.deletions += line.deletions
+            switch try read.get() {
+            case .blank: break
+            case .deletion(let deletion): chunk.deletions.append(deletion)
+            case .drink(let drink):
+                guard chunk.acceptsDrinksInOrder else {
+                    carried = drink
+                    return handOut(chunk)
+                }
+                chunk.drinks.append(drink)
+            }
         }
-        if chunk.isEmpty { return nil }
+        return chunk.isEmpty ? nil : handOut(chunk)
+    }
+
+    private func handOut(_ chunk: WriteBatch) -> WriteBatch {
         changesRead += chunk.count
         return chunk
     }
