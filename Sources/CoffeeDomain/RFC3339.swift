@@ -77,7 +77,7 @@ public enum RFC3339 {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// `string(date)`'s 24 bytes, appended to `out`.
+    /// `string(date)`'s 24 bytes, appended to `out` in one piece.
     public static func write(_ date: Date, into out: inout [UInt8]) {
         let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded())
         var days = totalMillis / 86_400_000
@@ -89,30 +89,27 @@ public enum RFC3339 {
         let (year, month, day) = civilFromDays(Int(days))
         let ms = Int(rest % 1000)
         let s = Int(rest / 1000)
-        func put(_ v: Int, _ width: Int) {
-            var divisor = 1
-            for _ in 1..<width { divisor *= 10 }
-            var v = v
-            while divisor > 0 {
-                out.append(UInt8(48 + (v / divisor) % 10))
-                v %= divisor
-                divisor /= 10
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
+            var j = 0
+            /// `v` in `width` decimal digits, then `separator`.
+            func put(_ v: Int, _ width: Int, _ separator: Unicode.Scalar) {
+                var v = v
+                for k in stride(from: width - 1, through: 0, by: -1) {
+                    text[j + k] = UInt8(48 + v % 10)
+                    v /= 10
+                }
+                text[j + width] = UInt8(ascii: separator)
+                j += width + 1
             }
+            put(year, 4, "-")
+            put(month, 2, "-")
+            put(day, 2, "T")
+            put(s / 3600, 2, ":")
+            put(s / 60 % 60, 2, ":")
+            put(s % 60, 2, ".")
+            put(ms, 3, "Z")
+            out.append(contentsOf: text)
         }
-        put(year, 4)
-        out.append(UInt8(ascii: "-"))
-        put(month, 2)
-        out.append(UInt8(ascii: "-"))
-        put(day, 2)
-        out.append(UInt8(ascii: "T"))
-        put(s / 3600, 2)
-        out.append(UInt8(ascii: ":"))
-        put(s / 60 % 60, 2)
-        out.append(UInt8(ascii: ":"))
-        put(s % 60, 2)
-        out.append(UInt8(ascii: "."))
-        put(ms, 3)
-        out.append(UInt8(ascii: "Z"))
     }
 
     static func daysInMonth(year: Int, month: Int) -> Int {

@@ -6,8 +6,6 @@ import Foundation
 /// parses `UUID(uuidString:)` with `uuid_parse` (scanf); a profile of bus
 /// ingest showed those two at about 20% of the service's time.
 public enum UUIDText {
-    private static let digits = Array("0123456789ABCDEF".utf8)
-
     /// The RFC 4122 text form, upper-case, as `uuidString` gives it.
     public static func string(_ uuid: UUID) -> String {
         var out = [UInt8]()
@@ -16,16 +14,31 @@ public enum UUIDText {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// `string(uuid)`'s 36 bytes, appended to `out`.
+    /// `string(uuid)`'s 36 bytes, appended to `out` in one piece (the
+    /// publisher writes one per drink it announces; appending byte by byte
+    /// checked the array's uniqueness and capacity 36 times).
     public static func write(_ uuid: UUID, into out: inout [UInt8]) {
         var raw = uuid.uuid
         withUnsafeBytes(of: &raw) { bytes in
-            for (i, byte) in bytes.enumerated() {
-                if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
-                out.append(digits[Int(byte >> 4)])
-                out.append(digits[Int(byte & 0x0F)])
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { text in
+                var j = 0
+                for (i, byte) in bytes.enumerated() {
+                    if i == 4 || i == 6 || i == 8 || i == 10 {
+                        text[j] = UInt8(ascii: "-")
+                        j += 1
+                    }
+                    text[j] = hexDigit(byte >> 4)
+                    text[j + 1] = hexDigit(byte & 0x0F)
+                    j += 2
+                }
+                out.append(contentsOf: text)
             }
         }
+    }
+
+    /// 0…15 as an upper-case hex digit.
+    private static func hexDigit(_ v: UInt8) -> UInt8 {
+        v < 10 ? UInt8(ascii: "0") + v : UInt8(ascii: "A") + v - 10
     }
 
     /// Parses the 36-character form, either case; nil for anything else.
