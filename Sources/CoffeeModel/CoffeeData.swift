@@ -90,18 +90,18 @@ public actor CoffeeData {
     /// `updateModel` without telling observers.
     private func change(newDrinks: [Drink], deletedDrinks: Set<UUID>, anchor: Int64) {
         for uuid in deletedDrinks { currentDrinks[uuid] = nil }
-        // Drinks too old to matter are not held at all (an import of old
-        // history would otherwise sit here until the next prune).
         let cutoff = clock.now() - CaffeineModel.retention
-        for drink in newDrinks {
-            if drink.date >= cutoff {
-                currentDrinks[drink.uuid] = drink
-            } else {
-                currentDrinks[drink.uuid] = nil  // a newer version dated out of the window
-            }
-        }
+        for drink in newDrinks { hold(drink, cutoff: cutoff) }
         self.anchor = max(self.anchor, anchor)
         removeOutdatedDrinks()
+    }
+
+    /// Holds `drink`, replacing its UUID's earlier version, unless it is too
+    /// old to matter: then it is not held at all (an import of old history
+    /// would otherwise sit here until the next prune), and an earlier
+    /// version dated in the window goes too.
+    private func hold(_ drink: Drink, cutoff: Date) {
+        currentDrinks[drink.uuid] = drink.date >= cutoff ? drink : nil
     }
 
     /// What applying a commit did (`applyArrived`).
@@ -122,8 +122,17 @@ public actor CoffeeData {
         if batch.anchor <= anchor { return .alreadyHeld }
         if !batch.isComplete { return .tooLarge }
         if batch.previousAnchor != anchor { return .gap }
-        let (added, deleted) = batch.resolved()
-        change(newDrinks: added, deletedDrinks: Set(deleted.map(\.uuid)), anchor: batch.anchor)
+        // The log in order: a later write of a UUID replaces an earlier one,
+        // which is what resolving it first would give, without the map.
+        let cutoff = clock.now() - CaffeineModel.retention
+        for change in batch.log {
+            switch change {
+            case .added(let drink): hold(drink, cutoff: cutoff)
+            case .deleted(let tombstone): currentDrinks[tombstone.uuid] = nil
+            }
+        }
+        anchor = batch.anchor
+        removeOutdatedDrinks()
         return .applied
     }
 

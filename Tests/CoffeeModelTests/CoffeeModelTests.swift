@@ -237,6 +237,34 @@ struct CoffeeDataTests {
         #expect(await m.drinks == [a])
     }
 
+    /// A commit that writes a UUID more than once leaves the model in the
+    /// UUID's final state, as the resolved changes (what `changes` carries)
+    /// applied with `updateModel` would.
+    @Test func aUUIDWrittenTwiceInACommitEndsInItsFinalState() async {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let (a, b, c, d) = (f.drink(-60), f.drink(-50), f.drink(-40), f.drink(-30))
+        var b2 = b
+        b2.version = 2
+        var c2 = c
+        c2.version = 2
+        c2.date = f.clock.now() - 40 * 86_400  // a newer version dated out of the window
+        let log: [CommittedBatch.Change] = [
+            .added(a), .added(b), .added(c), .added(d), .deleted(Tombstone(uuid: a.uuid, version: 1)),
+            .deleted(Tombstone(uuid: b.uuid, version: 1)), .added(b2), .added(c2),
+        ]
+        let batch = CommittedBatch(anchor: 8, previousAnchor: 0, log: log)
+        let viaLog = f.model()
+        viaLog.arrive(batch)
+        #expect(await viaLog.applyArrived() == .applied)
+        let viaResolved = f.model()
+        let (added, deleted) = batch.resolved()
+        await viaResolved.updateModel(newDrinks: added, deletedDrinks: Set(deleted.map(\.uuid)), anchor: 8)
+        #expect(await viaLog.drinks == [b2, d])
+        #expect(await viaLog.drinks == viaResolved.drinks)
+        #expect(await viaLog.anchor == 8)
+    }
+
     /// Commits that arrived together apply together, in order, up to the
     /// first that does not follow on; the rest are left to the catch-up.
     @Test func arrivedCommitsApplyTogetherUpToAGap() async {
