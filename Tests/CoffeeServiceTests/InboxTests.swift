@@ -86,6 +86,11 @@ struct InboxTests {
             drinks += chunk.drinks.count
         }
         #expect(drinks == 20_000 && chunks == 4 && reader.changesRead == 20_000)
+        // The same bytes from memory are read in the same pieces, to the same drinks.
+        let fromMemory = JSONLinesReader(data: try Data(contentsOf: url), parser: parser, now: .distantFuture)
+        var remembered: [UUID] = []
+        while let chunk = try fromMemory.nextChunk() { remembered += chunk.drinks.map(\.uuid) }
+        #expect(remembered.map(\.uuidString) == lines.map { String($0.dropFirst(9).prefix(36)) })
 
         var broken = lines
         broken[19_000] = #"{"uuid":"\#(UUID())","mgCaffeine":-1,"date":"2026-11-29T08:00:00Z"}"#

@@ -292,15 +292,18 @@ public final class JSONLinesReader: @unchecked Sendable {
         readPiece = { try file.read(upToCount: JSONLinesReader.pieceSize) }
     }
 
-    /// Reads lines from bytes already in memory.
+    /// Reads lines from bytes already in memory (a mapped file), in the
+    /// same pieces as from a file, so the buffer never holds a copy of it all.
     public init(data: Data, parser: InboxFileParser, now: Date, chunkSize: Int = 5000) {
         self.parser = parser
         self.now = now
         self.chunkSize = chunkSize
-        var pending: Data? = data
+        var offset = data.startIndex
         readPiece = {
-            defer { pending = nil }
-            return pending
+            guard offset < data.endIndex else { return nil }
+            let end = min(offset + JSONLinesReader.pieceSize, data.endIndex)
+            defer { offset = end }
+            return data[offset..<end]
         }
     }
 
