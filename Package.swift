@@ -18,28 +18,40 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
 
         // Thin Swift wrappers over them.
-        .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], swiftSettings: strict),
+        .target(name: "ZeroMQ", dependencies: ["CZeroMQ", "Syscall"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
-        .target(name: "Logging", swiftSettings: strict),
+
+        // One helper for raw system calls (EINTR retried, errno captured at once).
+        .target(name: "Syscall", swiftSettings: strict),
+        // A swift-log–shaped logger (named so that it can never clash with swift-log's `Logging`).
+        .target(name: "CoffeeLogging", dependencies: ["Syscall"], swiftSettings: strict),
+        // Long-running parts as services in one ordered group (swift-service-lifecycle's semantics).
+        .target(name: "CoffeeLifecycle", dependencies: ["CoffeeLogging"], swiftSettings: strict),
 
         // Pure domain: drinks, validation, dates, the caffeine model.
         .target(name: "CoffeeDomain", swiftSettings: strict),
 
         // The anchored store (HealthKit's role in the seed).
-        .target(name: "HealthStore", dependencies: ["CoffeeDomain", "SQLite", "Logging"], swiftSettings: strict),
+        .target(
+            name: "HealthStore", dependencies: ["CoffeeDomain", "SQLite", "CoffeeLogging", "CoffeeLifecycle", "Syscall"],
+            swiftSettings: strict),
 
         // The seed's CoffeeData, HealthKitController and CoffeeDataStore.
-        .target(name: "CoffeeModel", dependencies: ["CoffeeDomain", "HealthStore", "Logging"], swiftSettings: strict),
+        .target(
+            name: "CoffeeModel", dependencies: ["CoffeeDomain", "HealthStore", "CoffeeLogging", "CoffeeLifecycle", "Syscall"],
+            swiftSettings: strict),
 
         // Endpoints, inbox, configuration and lifecycle.
         .target(
             name: "CoffeeService",
-            dependencies: ["CoffeeDomain", "HealthStore", "CoffeeModel", "ZeroMQ", "Logging"],
+            dependencies: [
+                "CoffeeDomain", "HealthStore", "CoffeeModel", "ZeroMQ", "CoffeeLogging", "CoffeeLifecycle", "Syscall",
+            ],
             swiftSettings: strict),
 
         .executableTarget(
             name: "coffee-tracker",
-            dependencies: ["CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "Logging"],
+            dependencies: ["CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "CoffeeLogging"],
             swiftSettings: strict),
 
         // `make bench`: load generator, subscribers and baselines.
@@ -53,10 +65,13 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "CoffeeDomain", "SQLite"], swiftSettings: strict),
         .testTarget(
-            name: "CoffeeModelTests", dependencies: ["CoffeeModel", "HealthStore", "CoffeeDomain"], swiftSettings: strict),
-        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: strict),
+            name: "CoffeeModelTests", dependencies: ["CoffeeModel", "HealthStore", "CoffeeDomain", "CoffeeLifecycle"],
+            swiftSettings: strict),
+        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "Syscall"], swiftSettings: strict),
+        .testTarget(name: "CoffeeLifecycleTests", dependencies: ["CoffeeLifecycle"], swiftSettings: strict),
         .testTarget(
-            name: "CoffeeServiceTests", dependencies: ["CoffeeService", "ZeroMQ", "CoffeeDomain", "HealthStore", "Logging"],
+            name: "CoffeeServiceTests",
+            dependencies: ["CoffeeService", "ZeroMQ", "CoffeeDomain", "HealthStore", "CoffeeLogging"],
             swiftSettings: strict),
     ]
 )

@@ -1,13 +1,17 @@
 import CoffeeDomain
+import CoffeeLogging
 import Foundation
 import HealthStore
-import Logging
 import Synchronization
 
-/// The model: the drinks that matter now and the anchor they reflect; the
-/// seed's `CoffeeData`, with the broadcaster as its observer instead of SwiftUI.
+/// The model: the drinks that matter now and the anchor they reflect.
+///
+/// In the seed, `CoffeeData` was the main-actor `ObservableObject` that
+/// SwiftUI drew from, holding the current drinks and calling
+/// `drinksUpdated()` after each change. Here its observer is `ModelService`,
+/// which publishes it to the update endpoint instead of redrawing a watch face.
 public actor CoffeeData {
-    public let model: CaffeineModel
+    public nonisolated let model: CaffeineModel
     private let clock: any WallClock
     private let cache: CoffeeDataStore?
     private let logger = Logger(label: "model")
@@ -18,14 +22,13 @@ public actor CoffeeData {
     /// The store anchor that `currentDrinks` reflects.
     public private(set) var anchor: Int64 = 0
 
-    private var observers: [UUID: AsyncStream<Int64>.Continuation] = [:]
     private var lastPruned = Date.distantPast
 
     /// Commits the store has announced and the model has not applied yet, in order.
     private nonisolated let arrived = Mutex<[CommittedBatch]>([])
     private nonisolated let doorbell: AsyncStream<Void>.Continuation
-    /// Yields (coalesced: at most one waiting) when commits arrive; what
-    /// `HealthKitController.follow(every:)` waits on.
+    /// Yields (coalesced: at most one waiting) when commits arrive or a
+    /// refresh is due; what `ModelService` waits on between rounds.
     public nonisolated let arrivals: AsyncStream<Void>
 
     public init(model: CaffeineModel, clock: any WallClock, cache: CoffeeDataStore?) {
@@ -43,6 +46,9 @@ public actor CoffeeData {
         arrived.withLock { $0.append(batch) }
         doorbell.yield()
     }
+
+    /// Asks for a round without a commit (caffeine decays with time).
+    public nonisolated func ring() { doorbell.yield() }
 
     /// Ends `arrivals` (the service is draining).
     public nonisolated func endArrivals() { doorbell.finish() }
@@ -165,26 +171,9 @@ public actor CoffeeData {
         return model.snapshot(of: Array(currentDrinks.values), at: at, anchor: anchor)
     }
 
-    /// A stream of anchors, one after each change to the drinks.
-    public func changes() -> AsyncStream<Int64> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Int64.self, bufferingPolicy: .bufferingNewest(1))
-        let id = UUID()
-        observers[id] = continuation
-        continuation.onTermination = { _ in Task { await self.removeObserver(id) } }
-        return stream
-    }
-
-    private func removeObserver(_ id: UUID) { observers[id] = nil }
-
-    /// Tells observers and saves the cache: the seed's `drinksUpdated()`.
+    /// Saves the cache: the seed's `drinksUpdated()`, whose other job,
+    /// telling observers, is `ModelService`'s round after it.
     private func drinksUpdated() async {
-        for continuation in observers.values { continuation.yield(anchor) }
         cache?.schedule(from: self)
-    }
-
-    /// Ends the observer streams.
-    public func close() {
-        for continuation in observers.values { continuation.finish() }
-        observers = [:]
     }
 }

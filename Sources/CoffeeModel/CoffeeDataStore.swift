@@ -1,17 +1,22 @@
 import CoffeeDomain
+import CoffeeLifecycle
+import CoffeeLogging
 import Foundation
 import HealthStore
-import Logging
 import Synchronization
 
 /// Persists the model's drinks and the anchor they reflect, as one binary
-/// property list: the seed's `CoffeeDataStore`.
+/// property list.
 ///
-/// Drinks and anchor are written together, atomically and durably, so a crash
-/// can never leave an anchor that claims changes the drinks do not hold (the
-/// seed saved the anchor first). Unchanged values are not written again. A
-/// missing or unreadable file is not fatal: the caller rebuilds from the store.
-public actor CoffeeDataStore {
+/// In the seed, `CoffeeDataStore` was the private actor that saved the
+/// watch app's drink list to `CoffeeTracker.plist` and loaded it at launch.
+/// Here it is the model's cache: drinks and anchor are written together,
+/// atomically, so the file can never hold an anchor that claims changes its
+/// drinks do not (the seed saved the anchor first). It is not fsynced: the
+/// store is the truth, and a stale, torn or missing cache is rebuilt from
+/// it at start-up. Unchanged values are not written again. As a service it
+/// writes what is scheduled when the group shuts it down (after the model).
+public actor CoffeeDataStore: Service {
     /// What the file holds.
     public struct Snapshot: Codable, Equatable, Sendable {
         public var anchor: Int64
@@ -136,6 +141,13 @@ public actor CoffeeDataStore {
             logger.error("could not save the model cache", ["path": url.path, "error": "\(error)"])
             return false
         }
+    }
+
+    public nonisolated var name: String { "model-cache" }
+
+    public nonisolated func run() async throws {
+        await gracefulShutdown()
+        await close()
     }
 
     /// Writes what is scheduled, then stops the cache's thread.

@@ -1,4 +1,5 @@
 import Foundation
+import Syscall
 
 #if canImport(Glibc)
     import Glibc
@@ -8,65 +9,40 @@ import Foundation
 ///
 /// `Data.write(options: .atomic)` fsyncs the file but not the folder after
 /// its rename (DESIGN.md), so the new name could be lost on power failure.
+/// Failures are `SystemCallError`s naming the call and the path.
 public enum DurableFile {
-    public struct Failure: Error, CustomStringConvertible {
-        public let path: String
-        public let operation: String
-        public let errno: Int32
-        public var description: String { "\(operation) \(path): \(String(cString: strerror(errno)))" }
-
-        public init(path: String, operation: String, errno: Int32) {
-            self.path = path
-            self.operation = operation
-            self.errno = errno
-        }
-    }
-
     /// Replaces the file at `url` with `data`, atomically and durably.
     ///
     /// - Parameter durable: false for a file that may be lost or stale after
     ///   a crash (a cache whose reader checks it): the replacement stays
     ///   atomic, but nothing is fsynced, so it puts no flush in the way of
     ///   the store's commits.
-    public static func write(_ data: Data, to url: URL, durable: Bool = true) throws {
+    /// - Throws: `SystemCallError`; the temporary file is removed then.
+    public static func write(_ data: Data, to url: URL, durable: Bool = true) throws(SystemCallError) {
         let folder = url.deletingLastPathComponent().path
         let temp = folder + "/." + url.lastPathComponent + ".\(getpid()).tmp"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw Failure(path: temp, operation: "creating", errno: errno) }
-        var ok = true
-        var failure: Failure?
-        data.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failure = Failure(path: temp, operation: "writing", errno: errno)
-                    ok = false
-                    return
-                }
-                offset += n
+        let fd = try Syscall.call("open", temp) { open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
+        do throws(SystemCallError) {
+            var failure: SystemCallError?
+            data.withUnsafeBytes { bytes in
+                do throws(SystemCallError) { try Syscall.writeAll(fd, bytes, detail: temp) } catch { failure = error }
             }
-        }
-        if ok && durable && fsync(fd) != 0 { failure = Failure(path: temp, operation: "syncing", errno: errno) }
-        close(fd)
-        if let failure {
-            unlink(temp)
-            throw failure
-        }
-        guard rename(temp, url.path) == 0 else {
-            let e = errno
-            unlink(temp)
-            throw Failure(path: url.path, operation: "renaming into", errno: e)
+            if let failure { throw failure }
+            if durable { try Syscall.call("fsync", temp) { fsync(fd) } }
+            Syscall.close(fd)
+            try Syscall.call("rename", "\(temp) to \(url.path)") { rename(temp, url.path) }
+        } catch {
+            Syscall.close(fd)  // a second close of a closed descriptor only fails with EBADF
+            _ = unlink(temp)
+            throw error
         }
         if durable { try syncFolder(folder) }
     }
 
     /// fsyncs a folder, making renames and creations in it durable.
-    public static func syncFolder(_ path: String) throws {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw Failure(path: path, operation: "opening folder", errno: errno) }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else { throw Failure(path: path, operation: "syncing folder", errno: errno) }
+    public static func syncFolder(_ path: String) throws(SystemCallError) {
+        let fd = try Syscall.call("open", path) { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        defer { Syscall.close(fd) }
+        try Syscall.call("fsync", path) { fsync(fd) }
     }
 }

@@ -1,11 +1,16 @@
 import CoffeeDomain
+import CoffeeLogging
 import Foundation
 import HealthStore
-import Logging
 
-/// The adapter between the model and the store, as the seed's
-/// `HealthKitController`: it saves drinks, loads what changed since its
-/// anchor, and follows the store's commits.
+/// The adapter between the model and the store.
+///
+/// In the seed, `HealthKitController` was the actor that saved caffeine
+/// samples to HealthKit and ran the anchored object query, keeping its
+/// anchor. Here it does the same against `HealthStore`: it saves drinks,
+/// loads what changed since the model's anchor (moving the anchor only with
+/// the drinks it covers), and applies the commits that arrive at the model,
+/// catching up or rebuilding when they do not follow on.
 public actor HealthKitController {
     private let store: HealthStore
     private let model: CoffeeData
@@ -62,7 +67,7 @@ public actor HealthKitController {
         }
     }
 
-    /// Saves drinks to the store; the model follows through `follow(every:)`.
+    /// Saves drinks to the store; the model follows through `ModelService`.
     public func save(drinks: [Drink]) async throws -> WriteResult {
         try await store.save(drinks)
     }
@@ -83,19 +88,6 @@ public actor HealthKitController {
             }
         } catch {
             logger.error("could not catch up with the store", ["error": "\(error)"])
-        }
-    }
-
-    /// Follows the store's commits as they arrive at the model, at most one
-    /// round per `interval`: the first commit after a quiet spell at once,
-    /// the ones during a pause together in the next round. Publishing the
-    /// model is coalesced the same way (PROTOCOL.md §3), so a round per
-    /// commit only cost a thread wake-up per commit. Returns after
-    /// `CoffeeData.endArrivals()`.
-    public func follow(every interval: Duration) async {
-        for await _ in model.arrivals {
-            await catchUp()
-            try? await Task.sleep(for: interval)
         }
     }
 }

@@ -1,5 +1,7 @@
+import CoffeeLogging
 import Foundation
 import Synchronization
+import Syscall
 
 /// A serial executor backed by one dedicated thread.
 ///
@@ -87,7 +89,16 @@ public final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
             Thread.current.name = name  // on Linux only the thread itself can name itself
             self.owner.store(UInt(pthread_self()), ordering: .releasing)
             // On Linux the nice value belongs to the thread, and 0 names the calling one.
-            if self.niceness != 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, self.niceness) }
+            if self.niceness != 0 {
+                do {
+                    try Syscall.call("setpriority", self.name) {
+                        setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, self.niceness)
+                    }
+                } catch {
+                    // Runs at normal priority: slower for the rest, never wrong.
+                    Logger(label: "executor").warning("could not lower the thread's priority", ["error": "\(error)"])
+                }
+            }
             self.loop()
         }
         thread.start()

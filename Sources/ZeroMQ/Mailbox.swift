@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Syscall
 
 #if canImport(Glibc)
     import Glibc
@@ -18,13 +19,18 @@ public final class Mailbox<Message: Sendable>: Sendable {
     private let capacity: Int
     private let droppedCount = Atomic<Int>(0)
 
-    public init(capacity: Int = .max) {
+    /// - Throws: `SystemCallError` when no pipe can be made (out of descriptors).
+    public init(capacity: Int = .max) throws(SystemCallError) {
         var ends: [Int32] = [0, 0]
-        let rc = pipe(&ends)
-        precondition(rc == 0, "pipe failed: \(String(cString: strerror(errno)))")
-        for end in ends {
-            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        try Syscall.call("pipe", "mailbox") { pipe(&ends) }
+        do {
+            for end in ends {
+                try Syscall.addStatusFlags(end, O_NONBLOCK)
+                try Syscall.call("fcntl(F_SETFD)", "mailbox") { fcntl(end, F_SETFD, FD_CLOEXEC) }
+            }
+        } catch {
+            for end in ends { Syscall.close(end) }
+            throw error
         }
         fd = ends[0]
         writeEnd = ends[1]
@@ -32,8 +38,8 @@ public final class Mailbox<Message: Sendable>: Sendable {
     }
 
     deinit {
-        Glibc.close(fd)
-        Glibc.close(writeEnd)
+        Syscall.close(fd)
+        Syscall.close(writeEnd)
     }
 
     /// Queues `message`; false (and counted) when the mailbox is full.
@@ -57,15 +63,24 @@ public final class Mailbox<Message: Sendable>: Sendable {
 
     /// Wakes the owner without a message (to notice a stop flag, say).
     public func wake() {
-        // A full pipe already means "wake up"; EAGAIN is fine.
         var one: UInt8 = 1
-        _ = write(writeEnd, &one, 1)
+        do {
+            // nil (EAGAIN): the pipe is full, which already means "wake up".
+            _ = try Syscall.nonBlocking("write", "mailbox") { write(writeEnd, &one, 1) }
+        } catch {
+            // Only a closed or invalid descriptor fails here: a bug, not a state.
+            preconditionFailure("\(error)")
+        }
     }
 
     /// Everything queued, oldest first; resets the wake-up.
     public func drain() -> [Message] {
         var sink = [UInt8](repeating: 0, count: 256)
-        while read(fd, &sink, sink.count) > 0 {}
+        do {
+            while let n = try Syscall.nonBlocking("read", "mailbox", { read(fd, &sink, sink.count) }), n > 0 {}
+        } catch {
+            preconditionFailure("\(error)")
+        }
         return queue.withLock { q in
             let all = q
             q.removeAll(keepingCapacity: true)

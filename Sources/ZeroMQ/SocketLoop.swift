@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Syscall
 
 /// A dedicated thread that owns some sockets for their whole life and polls
 /// them together with a mailbox.
@@ -40,9 +41,10 @@ public final class SocketLoop<Message: Sendable>: Sendable {
     /// True while no thread runs: before `start` and after the thread ends.
     private let hasEnded = Atomic<Bool>(true)
 
-    public init(name: String, mailboxCapacity: Int = .max) {
+    /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
+    public init(name: String, mailboxCapacity: Int = .max) throws {
         self.name = name
-        self.mailbox = Mailbox(capacity: mailboxCapacity)
+        self.mailbox = try Mailbox(capacity: mailboxCapacity)
     }
 
     /// Starts the thread and runs `make` on it to create the sockets.

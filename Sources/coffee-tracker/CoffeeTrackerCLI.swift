@@ -1,6 +1,6 @@
+import CoffeeLogging
 import CoffeeService
 import Foundation
-import Logging
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,5 @@
 import CoffeeDomain
+import CoffeeLifecycle
 import Foundation
 import HealthStore
 import Synchronization
@@ -27,26 +28,36 @@ struct Fixture {
     }
     func cleanup() { try? FileManager.default.removeItem(at: dir) }
 
-    /// A store, a model loaded from it, and a controller following its
-    /// commits; the model's change stream to wait on; the follower task.
-    func following(every interval: Duration = .milliseconds(1)) async throws -> (
-        HealthStore, CoffeeData, HealthKitController, AsyncStream<Int64>, Task<Void, Never>
-    ) {
+    /// A store, a model loaded from it, a controller, and a `ModelService`
+    /// following the store's commits in rounds of `interval`; the anchors of
+    /// the models it publishes, to wait on; the running service.
+    func following(every interval: Duration = .milliseconds(1), clock: any Clock<Duration> = ContinuousClock())
+        async throws -> (HealthStore, CoffeeData, HealthKitController, AsyncStream<Int64>, Following)
+    {
         let store = try store()
         let m = model()
-        let controller = HealthKitController(store: store, model: m, cache: nil, clock: clock)
-        try await controller.load()
-        await store.observeCommits { m.arrive($0) }
-        let changes = await m.changes()
-        let follower = Task { await controller.follow(every: interval) }
-        return (store, m, controller, changes, follower)
+        let controller = HealthKitController(store: store, model: m, cache: nil, clock: self.clock)
+        let (published, continuation) = AsyncStream.makeStream(of: Int64.self)
+        let service = ModelService(
+            store: store, model: m, controller: controller,
+            configuration: .init(roundInterval: interval, refreshInterval: .seconds(3600), clock: clock),
+            publish: { continuation.yield($0.anchor) })
+        try await service.start()
+        let signal = ShutdownSignal()
+        let task = Task { try await ShutdownSignal.$current.withValue(signal) { try await service.run() } }
+        return (store, m, controller, published, Following(signal: signal, task: task))
     }
 
-    /// Ends a follower from `following()` as the service's drain does.
-    func stop(_ m: CoffeeData, _ follower: Task<Void, Never>) async {
-        m.endArrivals()
-        follower.cancel()
-        await follower.value
+    /// A `ModelService` running as a group would run it.
+    struct Following {
+        let signal: ShutdownSignal
+        let task: Task<Void, any Error>
+    }
+
+    /// Shuts a follower from `following()` down, as the group does, before the store closes.
+    func stop(_ following: Following) async {
+        following.signal.trigger()
+        _ = try? await following.task.value
     }
 }
 
@@ -292,7 +303,7 @@ struct CoffeeDataTests {
     @Test func theFollowerPausesAndCatchUpReadsTheRest() async throws {
         let f = Fixture()
         defer { f.cleanup() }
-        let (store, m, controller, changes, follower) = try await f.following(every: .seconds(3600))
+        let (store, m, controller, changes, following) = try await f.following(every: .seconds(3600))
         let a = f.drink(-60)
         _ = try await controller.save(drinks: [a])
         for await anchor in changes where anchor == 1 { break }
@@ -310,20 +321,20 @@ struct CoffeeDataTests {
         await controller.catchUp()
         #expect(await m.drinks == [a, b, c])
         #expect(await m.anchor == 3)
+        await f.stop(following)
         await store.close()
-        await f.stop(m, follower)
     }
 
     @Test func controllerFollowsCommits() async throws {
         let f = Fixture()
         defer { f.cleanup() }
-        let (store, m, controller, changes, follower) = try await f.following()
+        let (store, m, controller, changes, following) = try await f.following()
         let a = f.drink(-60)
         _ = try await controller.save(drinks: [a])
         for await anchor in changes where anchor == 1 { break }
         #expect(await m.drinks == [a])
+        await f.stop(following)
         await store.close()
-        await f.stop(m, follower)
     }
 
     /// A commit too large to carry its changes rebuilds the window from the
@@ -332,7 +343,7 @@ struct CoffeeDataTests {
     @Test func controllerRebuildsAfterACommitTooLargeToCarry() async throws {
         let f = Fixture()
         defer { f.cleanup() }
-        let (store, m, controller, changes, follower) = try await f.following()
+        let (store, m, controller, changes, following) = try await f.following()
         let old = f.drink(-120)
         _ = try await controller.save(drinks: [old])
         for await anchor in changes where anchor == 1 { break }
@@ -345,7 +356,7 @@ struct CoffeeDataTests {
         for await anchor in changes where anchor == result.anchor { break }
         #expect(await m.drinks == [recent])
         #expect(await m.anchor == Int64(HealthStore.announceLimit) + 3)
+        await f.stop(following)
         await store.close()
-        await f.stop(m, follower)
     }
 }

@@ -1,5 +1,5 @@
+import CoffeeLogging
 import Foundation
-import Logging
 import Testing
 
 @testable import CoffeeService

@@ -108,9 +108,12 @@ struct InboxTests {
         let inbox = dir.appendingPathComponent("inbox")
         try FileManager.default.createDirectory(at: inbox, withIntermediateDirectories: true)
         let store = try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path))
+        var configuration = InboxImporter.Configuration(inbox: inbox)
+        configuration.maxFileBytes = 1 << 20
+        configuration.settleTime = settleTime
         let importer = InboxImporter(
-            inbox: inbox, parser: InboxFileParser(decoder: BatchDecoder()), store: store, counters: ServiceCounters(),
-            maxFileBytes: 1 << 20, clock: SystemClock(), settleTime: settleTime)
+            configuration: configuration, parser: InboxFileParser(decoder: BatchDecoder()), store: store,
+            counters: ServiceCounters(), clock: SystemClock())
         try await importer.prepare()
         return (inbox, store, importer)
     }
@@ -154,7 +157,7 @@ struct InboxTests {
         defer { close(ends[1]) }
         let watcher = InboxWatcher(readingFrom: ends[0])
         let (stream, continuation) = AsyncStream.makeStream(of: [InboxEvent].self)
-        watcher.start { continuation.yield($0) }
+        try watcher.start { continuation.yield($0) }
         let record = InboxWatcher.record(mask: UInt32(IN_Q_OVERFLOW))
         #expect(record.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) } == record.count)
         for await events in stream {

@@ -91,14 +91,13 @@ struct StoreDurabilityTests {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let store = try openStore(dir)
-        let stream = await store.updates()
+        let stream = await CommitRecorder(store)
         let size = HealthStore.announceLimit * 3 / 5
         for i in 0..<3 {
             store.submit(WriteBatch(drinks: (0..<size).map { _ in drink(at: Double(i)) })) { _ in }
         }
         await store.close()
-        var batches: [CommittedBatch] = []
-        for await batch in stream { batches.append(batch) }
+        let batches = stream.batches
         #expect(batches.count == 3)
         #expect(batches.allSatisfy { $0.isComplete && $0.added.count == size })
         #expect(batches.map(\.previousAnchor) == [0, Int64(size), Int64(2 * size)])
@@ -109,14 +108,13 @@ struct StoreDurabilityTests {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let store = try openStore(dir)
-        let stream = await store.updates()
+        let stream = await CommitRecorder(store)
         let id = UUID()
         _ = try await store.save([drink(id)])
         _ = try await store.save([drink(id)])  // duplicate: no commit batch
         _ = try await store.apply(WriteBatch(drinks: [drink()], deletions: [Deletion(uuid: id)]))
         await store.close()
-        var batches: [CommittedBatch] = []
-        for await batch in stream { batches.append(batch) }
+        let batches = stream.batches
         #expect(batches.map(\.previousAnchor) == [0, 1])
         #expect(batches.map(\.anchor) == [1, 3])
         #expect(batches[1].deleted == [Tombstone(uuid: id, version: 1)])
@@ -127,12 +125,11 @@ struct StoreDurabilityTests {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let store = try openStore(dir)
-        let stream = await store.updates()
+        let stream = await CommitRecorder(store)
         let id = UUID()
         _ = try await store.apply(WriteBatch(drinks: [drink(id)], deletions: [Deletion(uuid: id)]))
         await store.close()
-        var batches: [CommittedBatch] = []
-        for await batch in stream { batches.append(batch) }
+        let batches = stream.batches
         #expect(batches.count == 1)
         #expect(batches[0].added.isEmpty)
         #expect(batches[0].deleted == [Tombstone(uuid: id, version: 1)])

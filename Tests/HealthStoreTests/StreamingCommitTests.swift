@@ -56,13 +56,12 @@ struct StreamingCommitTests {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let store = try openStore(dir)
-        let updates = await store.updates()
+        let updates = await CommitRecorder(store)
         let n = HealthStore.announceLimit + 1
         _ = try await store.save((0..<n).map { drink(at: Double($0)) })
         _ = try await store.save([drink()])
         await store.close()
-        var batches: [CommittedBatch] = []
-        for await b in updates { batches.append(b) }
+        let batches = updates.batches
         #expect(batches.count == 2)
         #expect(!batches[0].isComplete && batches[0].added.isEmpty && batches[0].anchor == Int64(n))
         #expect(batches[1].isComplete && batches[1].previousAnchor == Int64(n))

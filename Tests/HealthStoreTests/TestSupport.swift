@@ -1,5 +1,6 @@
 import CoffeeDomain
 import Foundation
+import Synchronization
 
 @testable import HealthStore
 
@@ -24,4 +25,15 @@ func drink(_ uuid: UUID = UUID(), mg: Double = 96, at offset: TimeInterval = 0, 
 
 func openStore(_ dir: TemporaryDirectory, clock: any WallClock = ManualClock(t0)) throws -> HealthStore {
     try HealthStore(configuration: .init(path: dir.storePath, tombstoneRetention: 30 * 86_400, clock: clock))
+}
+
+/// Every commit a store announces through `observeCommits`, in order.
+final class CommitRecorder: Sendable {
+    private let recorded = Mutex<[CommittedBatch]>([])
+
+    init(_ store: HealthStore) async {
+        await store.observeCommits { batch in self.recorded.withLock { $0.append(batch) } }
+    }
+
+    var batches: [CommittedBatch] { recorded.withLock { $0 } }
 }

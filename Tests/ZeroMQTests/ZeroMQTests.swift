@@ -72,7 +72,7 @@ struct ZeroMQTests {
     }
 
     @Test func mailboxWakesAPollAndCountsDrops() throws {
-        let mailbox = Mailbox<Int>(capacity: 2)
+        let mailbox = try Mailbox<Int>(capacity: 2)
         #expect(try ZMQSocket.poll([.fd(mailbox.fd)], timeoutMs: 0) == [false])
         #expect(mailbox.post(1))
         #expect(mailbox.post(2))
@@ -86,7 +86,7 @@ struct ZeroMQTests {
     @Test func socketLoopOwnsItsSocketAndStops() async throws {
         let context = ZMQContext()
         let path = "inproc://loop-\(UUID().uuidString)"
-        let loop = SocketLoop<String>(name: "test")
+        let loop = try SocketLoop<String>(name: "test")
         let (stream, continuation) = AsyncStream.makeStream(of: String.self)
         try await loop.start {
             let socket = try ZMQSocket(context, .pull)
@@ -115,8 +115,8 @@ struct ZeroMQTests {
         await loop.stop()
     }
 
-    @Test func stoppingALoopThatNeverStartedReturns() async {
-        await SocketLoop<Int>(name: "idle").stop()
+    @Test func stoppingALoopThatNeverStartedReturns() async throws {
+        try await SocketLoop<Int>(name: "idle").stop()
     }
 
     @Test func curveKeyPairIsZ85() throws {

@@ -1,6 +1,6 @@
 import CoffeeDomain
+import CoffeeLogging
 import Foundation
-import Logging
 
 /// Reads the JSON configuration file strictly: an unknown key, a wrong type
 /// or an impossible value stops start-up with a message naming the key.

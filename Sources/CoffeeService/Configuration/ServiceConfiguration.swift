@@ -1,6 +1,6 @@
 import CoffeeDomain
+import CoffeeLogging
 import Foundation
-import Logging
 
 /// Everything `coffee-tracker serve` can be told, with the defaults of
 /// PROTOCOL.md §7. Relative paths are resolved against the config file's folder.

@@ -1,8 +1,9 @@
 import CoffeeDomain
+import CoffeeLogging
 import CoffeeModel
 import Foundation
 import HealthStore
-import Logging
+import Syscall
 
 #if canImport(Glibc)
     import Glibc
@@ -19,30 +20,42 @@ public actor InboxImporter {
     private let executor = ThreadExecutor(name: "inbox")
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
-    public let inbox: URL
+    /// The inbox's settings, with the defaults of PROTOCOL.md §5 and §7.
+    public struct Configuration: Sendable {
+        /// The folder (`inboxDirectory`); `processed/` and `failed/` are made in it.
+        public var inbox: URL
+        /// Larger files are refused (`limits.maxFileBytes`, default 256 MiB).
+        public var maxFileBytes = 268_435_456
+        /// A file found by a scan and modified this recently may still be
+        /// open for writing; it is left for its close event (or a later
+        /// scan). A close or rename event says the writer is done, so it
+        /// waits for nothing.
+        public var settleTime: TimeInterval = 1
+
+        public init(inbox: URL) { self.inbox = inbox }
+    }
+
+    public nonisolated let inbox: URL
+    private let configuration: Configuration
     private let parser: InboxFileParser
     private let store: HealthStore
     private let counters: ServiceCounters
-    private let maxFileBytes: Int
     private let clock: any WallClock
     private let logger = Logger(label: "inbox")
-    /// A file found by a scan and modified this recently may still be open
-    /// for writing; it is left for its close event (or a later scan). A
-    /// close or rename event says the writer is done, so it waits for nothing.
-    private let settleTime: TimeInterval
+    private var maxFileBytes: Int { configuration.maxFileBytes }
+    private var settleTime: TimeInterval { configuration.settleTime }
     private var rescanScheduled = false
 
     public init(
-        inbox: URL, parser: InboxFileParser, store: HealthStore, counters: ServiceCounters, maxFileBytes: Int,
-        clock: any WallClock, settleTime: TimeInterval = 1
+        configuration: Configuration, parser: InboxFileParser, store: HealthStore, counters: ServiceCounters,
+        clock: any WallClock
     ) {
-        self.inbox = inbox
+        self.configuration = configuration
+        self.inbox = configuration.inbox
         self.parser = parser
         self.store = store
         self.counters = counters
-        self.maxFileBytes = maxFileBytes
         self.clock = clock
-        self.settleTime = settleTime
     }
 
     var processed: URL { inbox.appendingPathComponent("processed") }
@@ -66,7 +79,9 @@ public actor InboxImporter {
                 closed.insert(name)
             case .created(let name):
                 var info = stat()
-                let isRegular = lstat(inbox.appendingPathComponent(name).path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+                let path = inbox.appendingPathComponent(name).path
+                let isRegular =
+                    (try? Syscall.call("lstat", path) { lstat(path, &info) }) != nil && info.st_mode & S_IFMT == S_IFREG
                 if !isRegular && !names.contains(name) { names.append(name) }
             case .rescan: rescan = true
             case .folderGone:
@@ -96,7 +111,13 @@ public actor InboxImporter {
         guard name != "processed", name != "failed", !InboxFileParser.isIgnored(name) else { return }
         let url = inbox.appendingPathComponent(name)
         var info = stat()
-        guard lstat(url.path, &info) == 0 else { return }  // already moved: a repeated event
+        do {
+            try Syscall.call("lstat", url.path) { lstat(url.path, &info) }
+        } catch {
+            // ENOENT: already moved, a repeated event; anything else is the next scan's.
+            if error.errno != ENOENT { logger.error("cannot look at an inbox file", ["file": name, "error": "\(error)"]) }
+            return
+        }
         let kind = info.st_mode & S_IFMT
         if kind == S_IFLNK { return refuse(name, InboxFileError("symbolic links are refused; copy or move the file itself in")) }
         if kind == S_IFDIR { return refuse(name, InboxFileError("directories are refused; drop the files themselves")) }
@@ -202,9 +223,9 @@ public actor InboxImporter {
             target = "\(name).\(n)"
             n += 1
         }
-        guard rename(inbox.appendingPathComponent(name).path, folder.appendingPathComponent(target).path) == 0 else {
-            throw DurableFile.Failure(path: name, operation: "moving", errno: errno)
-        }
+        let from = inbox.appendingPathComponent(name).path
+        let to = folder.appendingPathComponent(target).path
+        try Syscall.call("rename", "\(from) to \(to)") { rename(from, to) }
         try DurableFile.syncFolder(folder.path)
         try DurableFile.syncFolder(inbox.path)
         return target
@@ -213,8 +234,7 @@ public actor InboxImporter {
     /// Opens a regular file (checked with lstat just before) without
     /// following a link swapped in since, or blocking on a FIFO.
     static func open(_ path: String) throws -> FileHandle {
-        let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw DurableFile.Failure(path: path, operation: "opening", errno: errno) }
+        let fd = try Syscall.call("open", path) { Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
         return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     }
 

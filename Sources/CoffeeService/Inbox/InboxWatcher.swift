@@ -1,7 +1,8 @@
-import CoffeeModel
+import CoffeeLogging
 import Dispatch
 import Foundation
-import Logging
+import Synchronization
+import Syscall
 
 #if canImport(Glibc)
     import Glibc
@@ -26,23 +27,38 @@ public enum InboxEvent: Sendable, Equatable {
 ///
 /// The descriptor is read dry on every wake-up, or the source fires for
 /// ever. Tests can hand in any readable descriptor and write raw
-/// `inotify_event` records to it: an injected event source.
-public final class InboxWatcher: @unchecked Sendable {
+/// `inotify_event` records to it: an injected event source. The source and
+/// the watch are reached from the owner's task and from the watcher's own
+/// queue (`rewatch` after the folder is recreated), so both sit behind a lock.
+public final class InboxWatcher: Sendable {
     static let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
     private let fd: Int32
     private let ownsInotify: Bool
     private let queue = DispatchQueue(label: "inbox-watcher")
-    private var source: (any DispatchSourceRead)?
-    private var watch: Int32 = -1
-    private let logger = Logger(label: "inbox")
+    private struct State {
+        var source: Source?
+        var watch: Int32 = -1
+    }
+    /// Dispatch sources are thread-safe objects; Swift does not know it.
+    private struct Source: @unchecked Sendable {
+        let read: any DispatchSourceRead
+        func cancel() { read.cancel() }
+    }
+    private let state = Mutex(State())
 
     /// Watches `directory`.
-    public init(directory: String) throws {
-        fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard fd >= 0 else { throw DurableFileError(path: directory, operation: "inotify_init1 for", errno: errno) }
+    ///
+    /// - Throws: `SystemCallError` naming `inotify_init1` or `inotify_add_watch` and the folder.
+    public init(directory: String) throws(SystemCallError) {
+        fd = try Syscall.call("inotify_init1", directory) { inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) }
         ownsInotify = true
-        try rewatch(directory)
+        do {
+            try rewatch(directory)
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
     }
 
     /// Reads events from `descriptor` (a test's pipe, say) instead of inotify.
@@ -52,44 +68,45 @@ public final class InboxWatcher: @unchecked Sendable {
     }
 
     deinit {
-        source?.cancel()
-        if ownsInotify { close(fd) }
+        state.withLock { $0.source?.cancel() }
+        if ownsInotify { Syscall.close(fd) }
     }
 
     /// (Re)adds the watch on `directory`, after it was recreated.
-    public func rewatch(_ directory: String) throws {
+    public func rewatch(_ directory: String) throws(SystemCallError) {
         guard ownsInotify else { return }
-        let w = inotify_add_watch(fd, directory, Self.mask)
-        guard w >= 0 else { throw DurableFileError(path: directory, operation: "watching", errno: errno) }
-        watch = w
+        let fd = self.fd
+        let w = try Syscall.call("inotify_add_watch", directory) { inotify_add_watch(fd, directory, Self.mask) }
+        state.withLock { $0.watch = w }
     }
 
     /// Starts delivering events to `handler`, on the watcher's queue.
-    public func start(_ handler: @escaping @Sendable ([InboxEvent]) -> Void) {
-        let flags = fcntl(fd, F_GETFL)
-        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+    ///
+    /// - Throws: `SystemCallError` when the descriptor cannot be made non-blocking.
+    public func start(_ handler: @escaping @Sendable ([InboxEvent]) -> Void) throws(SystemCallError) {
+        try Syscall.addStatusFlags(fd, O_NONBLOCK)
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
         let fd = self.fd
         source.setEventHandler { @Sendable in
             var events: [InboxEvent] = []
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-            while true {
-                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if n > 0 {
+            do {
+                while let n = try Syscall.nonBlocking("read", "inbox watcher", { read(fd, &buffer, buffer.count) }), n > 0 {
                     events += Self.decode(buffer.prefix(n))
-                } else if n < 0 && errno == EINTR {
-                    continue
-                } else {
-                    break  // EAGAIN: dry
                 }
+            } catch {
+                // The descriptor is broken: events may have been lost, so look at everything.
+                Logger(label: "inbox").error("cannot read inbox events; rescanning", ["error": "\(error)"])
+                events.append(.rescan)
             }
             if !events.isEmpty { handler(events) }
         }
         source.resume()
-        self.source = source
+        let held = Source(read: source)
+        state.withLock { $0.source = held }
     }
 
-    public func cancel() { source?.cancel() }
+    public func cancel() { state.withLock { $0.source?.cancel() } }
 
     /// Raw `inotify_event` records to events. Pure, for tests.
     public static func decode(_ bytes: some Collection<UInt8>) -> [InboxEvent] {
@@ -130,5 +147,3 @@ public final class InboxWatcher: @unchecked Sendable {
         return out + nameBytes
     }
 }
-
-typealias DurableFileError = DurableFile.Failure

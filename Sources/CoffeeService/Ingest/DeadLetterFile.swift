@@ -1,7 +1,8 @@
 import CoffeeDomain
+import CoffeeLogging
 import CoffeeModel
 import Foundation
-import Logging
+import Syscall
 
 #if canImport(Glibc)
     import Glibc
@@ -40,18 +41,13 @@ public final class DeadLetterFile: @unchecked Sendable {
         }
         lock.lock()
         defer { lock.unlock() }
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640)
-        guard fd >= 0 else { throw DurableFile.Failure(path: path, operation: "opening", errno: errno) }
-        defer { close(fd) }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw DurableFile.Failure(path: path, operation: "appending to", errno: errno)
-            }
-            offset += n
+        let fd = try Syscall.call("open", path) { open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640) }
+        defer { Syscall.close(fd) }
+        var failure: SystemCallError?
+        bytes.withUnsafeBytes { buffer in
+            do throws(SystemCallError) { try Syscall.writeAll(fd, buffer, detail: path) } catch { failure = error }
         }
-        guard fsync(fd) == 0 else { throw DurableFile.Failure(path: path, operation: "syncing", errno: errno) }
+        if let failure { throw failure }
+        try Syscall.call("fsync", path) { fsync(fd) }
     }
 }

@@ -1,17 +1,34 @@
 import CoffeeDomain
+import CoffeeLifecycle
+import CoffeeLogging
 import Foundation
 import HealthStore
-import Logging
 import Synchronization
 import ZeroMQ
 
-/// The SUB socket of PROTOCOL.md §2, on a thread of its own.
+/// The SUB socket of PROTOCOL.md §2, on a thread of its own (`ingest`).
 ///
 /// Each wake-up reads what is waiting, validates every message whole, and
 /// hands the valid ones to the store as one batch; the store's group commit
 /// merges batches that queue during an fsync. A high-rate stream of
-/// single-event messages thus becomes few large transactions.
-public final class IngestEndpoint: Sendable {
+/// single-event messages thus becomes few large transactions. As a service
+/// it drains what it submitted: a shutdown stops reading, then commits
+/// every batch handed to the store.
+public final class IngestEndpoint: Service {
+    /// The ingest endpoint's settings, with the defaults of PROTOCOL.md §2 and §7.
+    public struct Configuration: Sendable {
+        /// Where to bind (`ingest.bind`); `tcp://host:*` picks a port.
+        public var bind: [String] = ["tcp://127.0.0.1:5555"]
+        /// Publishers that bind, to connect to (`ingest.connect`).
+        public var connect: [String] = []
+        /// ZeroMQ's receive queue (`ingest.receiveHighWaterMark`).
+        public var receiveHighWaterMark = 200_000
+        /// Larger messages are refused by the socket (`limits.maxMessageBytes`).
+        public var maxMessageBytes = 1_048_576
+
+        public init() {}
+    }
+
     /// Stop reading (and let ZeroMQ queue) while this many changes await commit.
     static let maxBacklog = 200_000
     static let messagesPerWake = 4096
@@ -20,34 +37,51 @@ public final class IngestEndpoint: Sendable {
     /// whole (100-event messages made batches of 400,000, read back in pages).
     static let changesPerBatch = 5000
 
-    private let loop = SocketLoop<Int>(name: "ingest")
+    public let name = "ingest"
+    private let configuration: Configuration
+    private let context: ZMQContext
+    private let store: HealthStore
+    private let decoder: BatchDecoder
+    private let clock: any WallClock
+    private let loop: SocketLoop<Int>
     private let counters: ServiceCounters
     private let deadLetters: DeadLetterFile
     private let endpoints = Mutex<[String]>([])
     private let logger = Logger(label: "ingest")
     private let warnings = RateLimiter(interval: 1)
 
-    public init(counters: ServiceCounters, deadLetters: DeadLetterFile) {
-        self.counters = counters
+    /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
+    public init(
+        configuration: Configuration, context: ZMQContext, store: HealthStore, decoder: BatchDecoder,
+        deadLetters: DeadLetterFile, counters: ServiceCounters, clock: any WallClock
+    ) throws {
+        self.configuration = configuration
+        self.context = context
+        self.store = store
+        self.decoder = decoder
         self.deadLetters = deadLetters
+        self.counters = counters
+        self.clock = clock
+        loop = try SocketLoop(name: "ingest")
     }
 
     public var boundEndpoints: [String] { endpoints.withLock { $0 } }
 
-    public func start(
-        context: ZMQContext, bind: [String], connect: [String], receiveHighWaterMark: Int, maxMessageBytes: Int,
-        decoder: BatchDecoder, clock: any WallClock, store: HealthStore
-    ) async throws {
+    /// Binds and connects, and starts reading.
+    ///
+    /// - Throws: `ZMQError` naming the endpoint when a bind or connect fails.
+    public func start() async throws {
+        let (configuration, context, store, decoder, clock) = (configuration, context, store, decoder, clock)
         try await loop.start { [self] in
             let socket = try ZMQSocket(context, .sub)
-            try socket.setReceiveHighWaterMark(Int32(clamping: receiveHighWaterMark))
-            try socket.setMaxMessageSize(Int64(maxMessageBytes))
+            try socket.setReceiveHighWaterMark(Int32(clamping: configuration.receiveHighWaterMark))
+            try socket.setMaxMessageSize(Int64(configuration.maxMessageBytes))
             try socket.setReconnect(intervalMs: 100, maxMs: 5000)
             try socket.subscribe("drink.")
-            let bound = try socket.bind(all: bind)
+            let bound = try socket.bind(all: configuration.bind)
             self.endpoints.withLock { $0 = bound }
             for endpoint in bound { logger.info("ingest endpoint listening", ["endpoint": endpoint]) }
-            for endpoint in connect {
+            for endpoint in configuration.connect {
                 try socket.connect(endpoint)
                 logger.info("ingest connecting", ["endpoint": endpoint])
             }
@@ -64,6 +98,14 @@ public final class IngestEndpoint: Sendable {
                     self.readBatch(socket, decoder: decoder, now: clock.now(), store: store)
                 })
         }
+    }
+
+    /// Runs until shutdown; then stops reading and commits every batch it
+    /// handed to the store, so nothing counted as received is left behind.
+    public func run() async throws {
+        await gracefulShutdown()
+        await loop.stop()
+        await store.commitPending()
     }
 
     /// What one bus message turned out to be.
@@ -165,34 +207,5 @@ public final class IngestEndpoint: Sendable {
             )
         }
         return (nil, frames.last ?? UnsafeRawBufferPointer(start: nil, count: 0))
-    }
-
-    public func stop() async { await loop.stop() }
-}
-
-/// Lets one log line through per interval; counts the rest.
-final class RateLimiter: Sendable {
-    private struct State {
-        var last: Date = .distantPast
-        var suppressed = 0
-    }
-    private let state = Mutex(State())
-    let interval: TimeInterval
-
-    init(interval: TimeInterval) { self.interval = interval }
-
-    /// The number suppressed since the last line, when a line may be written now; nil otherwise.
-    func allow(count: Int) -> Int? {
-        state.withLock { s in
-            let now = Date()
-            if now.timeIntervalSince(s.last) >= interval {
-                let n = s.suppressed + count - 1
-                s.last = now
-                s.suppressed = 0
-                return n
-            }
-            s.suppressed += count
-            return nil
-        }
     }
 }

@@ -1,25 +1,52 @@
+import CoffeeLifecycle
+import CoffeeLogging
 import Foundation
-import Logging
 import Synchronization
 import ZeroMQ
 
-/// The ROUTER socket of PROTOCOL.md §4, on a thread of its own.
+/// The ROUTER socket of PROTOCOL.md §4, on a thread of its own (`query`).
 ///
 /// Each request becomes a task running the handler; its reply comes back to
 /// the socket's thread through the loop's mailbox. REQ and DEALER clients
-/// both work: everything before the last frame is the envelope, returned as is.
-public final class QueryEndpoint: Sendable {
+/// both work: everything before the last frame is the envelope, returned as
+/// is. In a shutdown, new requests get `unavailable` while those in flight
+/// finish (bounded by `Configuration.grace`).
+public final class QueryEndpoint: Service {
+    /// The query endpoint's settings, with the defaults of PROTOCOL.md §4 and §7.
+    public struct Configuration: Sendable {
+        /// Where to bind (`query.bind`); `tcp://host:*` picks a port.
+        public var bind: [String] = ["tcp://127.0.0.1:5557"]
+        /// `limits.maxMessageBytes`: requests up to twice this are read so
+        /// that `too_large` can be answered; beyond that the peer is disconnected.
+        public var maxMessageBytes = 1_048_576
+        /// How long a shutdown waits for requests in flight.
+        public var grace: Duration = .seconds(3)
+
+        public init() {}
+    }
+
     struct Reply: Sendable {
         var envelope: [Data]
         var body: Data
     }
 
-    private let loop = SocketLoop<Reply>(name: "query")
+    public let name = "query"
+    private let configuration: Configuration
+    private let context: ZMQContext
+    private let handler: QueryHandler
+    private let loop: SocketLoop<Reply>
     private let inFlight = Atomic<Int>(0)
+    private let draining = Atomic<Bool>(false)
     private let endpoints = Mutex<[String]>([])
     private let logger = Logger(label: "query")
 
-    public init() {}
+    /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
+    public init(configuration: Configuration, context: ZMQContext, handler: QueryHandler) throws {
+        self.configuration = configuration
+        self.context = context
+        self.handler = handler
+        loop = try SocketLoop(name: "query")
+    }
 
     /// The endpoints actually bound (with real ports for `:*` binds).
     public var boundEndpoints: [String] { endpoints.withLock { $0 } }
@@ -27,18 +54,16 @@ public final class QueryEndpoint: Sendable {
     /// Binds and starts answering.
     ///
     /// - Throws: `ZMQError` naming the endpoint when a bind fails.
-    public func start(context: ZMQContext, bind: [String], maxMessageBytes: Int, handler: QueryHandler) async throws {
+    public func start() async throws {
         let mailbox = loop.mailbox
-        let logger = self.logger
+        let (logger, configuration, context, handler) = (logger, configuration, context, handler)
         try await loop.start { [self] in
             let socket = try ZMQSocket(context, .router)
-            // Requests up to twice the limit are read so that `too_large` can
-            // be answered; beyond that the peer is disconnected.
-            try socket.setMaxMessageSize(Int64(maxMessageBytes) * 2)
+            try socket.setMaxMessageSize(Int64(configuration.maxMessageBytes) * 2)
             try socket.setSendHighWaterMark(100_000)
             try socket.setReceiveHighWaterMark(100_000)
             try socket.setLinger(ms: 1000)
-            let bound = try socket.bind(all: bind)
+            let bound = try socket.bind(all: configuration.bind)
             self.endpoints.withLock { $0 = bound }
             for endpoint in bound { logger.info("query endpoint listening", ["endpoint": endpoint]) }
             return SocketLoop<Reply>.Handler(
@@ -49,8 +74,9 @@ public final class QueryEndpoint: Sendable {
                         guard let frames = try? socket.receive(dontWait: true), let body = frames.last else { break }
                         let envelope = Array(frames.dropLast())
                         self.inFlight.add(1, ordering: .relaxed)
+                        let draining = self.draining.load(ordering: .relaxed)
                         Task {
-                            let reply = await handler.handle(body)
+                            let reply = await handler.handle(body, draining: draining)
                             mailbox.post(Reply(envelope: envelope, body: reply))
                         }
                     }
@@ -66,10 +92,13 @@ public final class QueryEndpoint: Sendable {
         }
     }
 
-    /// Lets requests in flight finish (bounded by `grace`), then closes.
-    public func stop(grace: Duration = .seconds(3)) async {
+    /// Runs until shutdown; then answers `unavailable`, lets requests in
+    /// flight finish (bounded by `grace`), and closes.
+    public func run() async throws {
+        await gracefulShutdown()
+        draining.store(true, ordering: .relaxed)
         let clock = ContinuousClock()
-        let deadline = clock.now + grace
+        let deadline = clock.now + configuration.grace
         while inFlight.load(ordering: .relaxed) > 0 && clock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }

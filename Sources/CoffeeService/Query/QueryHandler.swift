@@ -1,8 +1,8 @@
 import CoffeeDomain
+import CoffeeLogging
 import CoffeeModel
 import Foundation
 import HealthStore
-import Logging
 
 /// Answers query requests (PROTOCOL.md §4): one JSON request in, one JSON
 /// reply out, never silence. Independent of sockets, so it is tested directly.
@@ -14,36 +14,35 @@ public struct QueryHandler: Sendable {
     let model: CoffeeData
     /// Brings the model up to date before it is read (nil: read as it is).
     let controller: HealthKitController?
-    let caffeine: CaffeineModel
     let validator: DrinkValidator
     let clock: any WallClock
     let counters: ServiceCounters
+    /// `limits.maxMessageBytes`: larger requests get `too_large`.
     let maxMessageBytes: Int
-    /// True once the service drains: requests get `unavailable`.
-    let isShuttingDown: @Sendable () -> Bool
     private let logger = Logger(label: "query")
 
+    var caffeine: CaffeineModel { model.model }
+
     public init(
-        store: HealthStore, model: CoffeeData, controller: HealthKitController? = nil, caffeine: CaffeineModel,
-        validator: DrinkValidator, clock: any WallClock,
-        counters: ServiceCounters, maxMessageBytes: Int, isShuttingDown: @escaping @Sendable () -> Bool = { false }
+        store: HealthStore, model: CoffeeData, controller: HealthKitController? = nil, validator: DrinkValidator,
+        counters: ServiceCounters, clock: any WallClock, maxMessageBytes: Int = 1_048_576
     ) {
         self.store = store
         self.model = model
         self.controller = controller
-        self.caffeine = caffeine
         self.validator = validator
         self.clock = clock
         self.counters = counters
         self.maxMessageBytes = maxMessageBytes
-        self.isShuttingDown = isShuttingDown
     }
 
     /// The reply to `body`.
-    public func handle(_ body: Data) async -> Data {
+    ///
+    /// - Parameter draining: the service is shutting down: the request gets `unavailable`.
+    public func handle(_ body: Data, draining: Bool = false) async -> Data {
         ServiceCounters.bump(counters.requests)
         do {
-            return try await reply(to: body).data()
+            return try await reply(to: body, draining: draining).data()
         } catch let error as QueryError {
             return error.json.data()
         } catch let error as StoreError where error.isAnchorExpired {
@@ -56,11 +55,11 @@ public struct QueryHandler: Sendable {
         }
     }
 
-    func reply(to body: Data) async throws -> JSONValue {
+    func reply(to body: Data, draining: Bool = false) async throws -> JSONValue {
         guard body.count <= maxMessageBytes else {
             throw QueryError(.tooLarge, "request is \(body.count) bytes; limits.maxMessageBytes is \(maxMessageBytes)")
         }
-        if isShuttingDown() { throw QueryError(.unavailable, "the service is shutting down") }
+        if draining { throw QueryError(.unavailable, "the service is shutting down") }
         let value: JSONValue
         do throws(JSONReader.SyntaxError) {
             value = try JSONReader.parse(body)

@@ -1,17 +1,38 @@
 import CoffeeDomain
+import CoffeeLifecycle
+import CoffeeLogging
 import Foundation
 import HealthStore
-import Logging
 import Synchronization
 import ZeroMQ
 
-/// The PUB socket of PROTOCOL.md §3, on a thread of its own.
+/// The PUB socket of PROTOCOL.md §3, on a thread of its own (`updates`).
 ///
 /// Producers post to a bounded mailbox and never wait: a slow or stuck
 /// subscriber costs it messages (ZeroMQ's high-water mark), and a publisher
 /// thread that falls behind drops from the mailbox, counted; neither ever
-/// slows the store. Heartbeats come from the loop's own timer.
-public final class Broadcaster: Sendable {
+/// slows the store. Heartbeats come from the loop's own timer. As a service
+/// it starts after the store (it follows its commits) and, in a shutdown,
+/// sends everything it holds before it closes, while the store is still
+/// open to page out a large commit.
+public final class Broadcaster: Service {
+    /// The update endpoint's settings, with the defaults of PROTOCOL.md §3 and §7.
+    public struct Configuration: Sendable {
+        /// Where to bind (`updates.bind`); `tcp://host:*` picks a port.
+        public var bind: [String] = ["tcp://127.0.0.1:5556"]
+        /// ZeroMQ's per-subscriber queue (`updates.sendHighWaterMark`).
+        public var sendHighWaterMark = 100_000
+        /// How often a heartbeat goes out (`publish.heartbeatIntervalS`).
+        public var heartbeatInterval: Duration = .seconds(1)
+        /// Messages waiting for the publisher's thread before new ones are
+        /// dropped (counted in `updatesDropped`).
+        public var queueCapacity = 100_000
+        /// How long a shutdown waits for queued messages to be sent.
+        public var drainTimeout: Duration = .seconds(30)
+
+        public init() {}
+    }
+
     enum Outgoing: Sendable {
         case message(topic: String, body: Data)
         /// A commit as the store made it, resolved and encoded as `changes`
@@ -20,11 +41,15 @@ public final class Broadcaster: Sendable {
         /// A commit too large to carry its changes: read back from the store
         /// page by page on the publisher's thread, so memory is one page and
         /// the store's commit does not wait for it.
-        case pages(CommittedBatch, HealthStore)
+        case pages(CommittedBatch)
         /// Called once everything posted before it has been sent.
         case barrier(@Sendable () -> Void)
     }
 
+    public let name = "updates"
+    private let configuration: Configuration
+    private let context: ZMQContext
+    private let store: HealthStore
     private let loop: SocketLoop<Outgoing>
     /// The anchor of the last `changes` message sent: what heartbeats carry,
     /// so a heartbeat never claims an anchor whose changes are still queued.
@@ -33,31 +58,37 @@ public final class Broadcaster: Sendable {
     private let counters: ServiceCounters
     private let logger = Logger(label: "updates")
 
-    public init(counters: ServiceCounters, queueCapacity: Int = 100_000) {
+    /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
+    public init(configuration: Configuration, context: ZMQContext, store: HealthStore, counters: ServiceCounters) throws {
+        self.configuration = configuration
+        self.context = context
+        self.store = store
         self.counters = counters
-        loop = SocketLoop(name: "updates", mailboxCapacity: queueCapacity)
+        loop = try SocketLoop(name: "updates", mailboxCapacity: configuration.queueCapacity)
     }
 
     public var boundEndpoints: [String] { endpoints.withLock { $0 } }
 
-    /// Binds and starts publishing heartbeats every `heartbeatInterval` seconds.
-    public func start(
-        context: ZMQContext, bind: [String], sendHighWaterMark: Int, heartbeatInterval: Double, initialAnchor: Int64
-    ) async throws {
-        anchor.store(initialAnchor, ordering: .relaxed)
+    /// Binds, starts the heartbeats, and announces every commit from now on.
+    ///
+    /// - Throws: `ZMQError` naming the endpoint when a bind fails.
+    public func start() async throws {
+        anchor.store(await store.anchor, ordering: .relaxed)
         let logger = self.logger
+        let configuration = self.configuration
+        let context = self.context
         try await loop.start { [self] in
             let socket = try ZMQSocket(context, .xpub)
-            try socket.setSendHighWaterMark(Int32(clamping: sendHighWaterMark))
+            try socket.setSendHighWaterMark(Int32(clamping: configuration.sendHighWaterMark))
             // Every subscribe and unsubscribe reaches us (not only the first
             // per topic), so `stats.subscribers` counts each subscription.
             try socket.setXPubVerboser(true)
             try socket.setLinger(ms: 500)
-            let bound = try socket.bind(all: bind)
+            let bound = try socket.bind(all: configuration.bind)
             self.endpoints.withLock { $0 = bound }
             for endpoint in bound { logger.info("updates endpoint listening", ["endpoint": endpoint]) }
             let clock = ContinuousClock()
-            let interval = Duration.milliseconds(Int64(heartbeatInterval * 1000))
+            let interval = configuration.heartbeatInterval
             var nextBeat = clock.now
             return SocketLoop<Outgoing>.Handler(
                 sockets: [socket],
@@ -77,8 +108,8 @@ public final class Broadcaster: Sendable {
                             self.sendChanges(
                                 socket, anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: added, deleted: deleted
                             )
-                        case .pages(let batch, let store):
-                            self.sendPages(socket, batch, store: store)
+                        case .pages(let batch):
+                            self.sendPages(socket, batch)
                         case .barrier(let reached):
                             reached()
                         }
@@ -98,11 +129,26 @@ public final class Broadcaster: Sendable {
                     return max(1, Int(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000))
                 })
         }
+        // Each commit is queued for publishing from the store's own thread.
+        await store.observeCommits { [self] batch in self.announce(batch) }
+    }
+
+    /// Runs until shutdown, then sends what is queued (large commits paged
+    /// out from the store, which closes after this) and closes the socket.
+    public func run() async throws {
+        await gracefulShutdown()
+        await sent(timeout: configuration.drainTimeout)
+        await loop.stop()
     }
 
     /// Queues a message; never blocks. Drops (counted) when the queue is full.
     public func publish(_ topic: String, _ body: JSONValue) {
         post(.message(topic: topic, body: body.data()))
+    }
+
+    /// Queues the model as a `model` message (`ModelService`'s sink).
+    public func publish(_ snapshot: ModelSnapshot) {
+        publish("model", .object(WireFormat.members(snapshot)))
     }
 
     private func post(_ outgoing: Outgoing) {
@@ -114,12 +160,8 @@ public final class Broadcaster: Sendable {
     /// Publishes a commit as `changes`. Called on the store's thread (a
     /// `HealthStore.CommitObserver`), so it only queues; the message is
     /// encoded on the publisher's thread.
-    public func announce(_ batch: CommittedBatch, store: HealthStore) {
-        if batch.isComplete {
-            post(.commit(batch))
-        } else {
-            post(.pages(batch, store))
-        }
+    func announce(_ batch: CommittedBatch) {
+        post(batch.isComplete ? .commit(batch) : .pages(batch))
     }
 
     private func sendChanges(
@@ -134,7 +176,7 @@ public final class Broadcaster: Sendable {
     /// published as several messages whose anchors chain (`previousAnchor` of
     /// each is the `anchor` of the one before), so no message grows with the
     /// commit. Later messages wait in the mailbox, so order holds.
-    private func sendPages(_ socket: ZMQSocket, _ batch: CommittedBatch, store: HealthStore, pageSize: Int = 5000) {
+    private func sendPages(_ socket: ZMQSocket, _ batch: CommittedBatch, pageSize: Int = 5000) {
         var previous = batch.previousAnchor
         while previous < batch.anchor {
             let page: ChangeSet
@@ -154,7 +196,7 @@ public final class Broadcaster: Sendable {
     /// Returns once everything queued before the call has been handed to
     /// ZeroMQ, large commits paged out from the store included (so the store
     /// must still be open), or after `timeout` if the publisher is stuck.
-    public func sent(timeout: Duration = .seconds(30)) async {
+    func sent(timeout: Duration) async {
         let waiter = Mutex<CheckedContinuation<Void, Never>?>(nil)
         let resume: @Sendable () -> Void = {
             waiter.withLock { slot in
@@ -171,7 +213,4 @@ public final class Broadcaster: Sendable {
             }
         }
     }
-
-    /// Sends what is queued and closes the socket (bounded linger).
-    public func stop() async { await loop.stop() }
 }

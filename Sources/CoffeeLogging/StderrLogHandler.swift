@@ -1,4 +1,5 @@
 import Foundation
+import Syscall
 
 #if canImport(Glibc)
     import Glibc
@@ -18,13 +19,10 @@ public struct StderrLogHandler: LogHandler {
         var line = Self.render(record, format: format)
         line.append("\n")
         // One write(2) per line, so lines from several threads never interleave.
-        var bytes = Array(line.utf8)
-        bytes.withUnsafeMutableBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = write(2, buffer.baseAddress! + offset, buffer.count - offset)
-                if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { break }
-            }
+        let bytes = Array(line.utf8)
+        // A log line that cannot be written (stderr closed) has nowhere to be reported.
+        bytes.withUnsafeBytes { buffer in
+            do { try Syscall.writeAll(2, buffer, detail: "stderr") } catch {}
         }
     }
 

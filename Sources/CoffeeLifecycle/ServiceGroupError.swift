@@ -1,0 +1,35 @@
+/// Why a `ServiceGroup` ended other than by a requested shutdown, naming
+/// the service.
+public struct ServiceGroupError: Error, CustomStringConvertible {
+    private enum Code {
+        case startFailed
+        case runFailed
+        case finishedEarly
+    }
+    private let code: Code
+    /// The service's name.
+    public let service: String
+    /// What it threw; nil when it returned before it was asked to.
+    public let underlying: (any Error)?
+
+    static func startFailed(_ service: String, _ error: any Error) -> Self {
+        Self(code: .startFailed, service: service, underlying: error)
+    }
+    static func runFailed(_ service: String, _ error: any Error) -> Self {
+        Self(code: .runFailed, service: service, underlying: error)
+    }
+    static func finishedEarly(_ service: String) -> Self {
+        Self(code: .finishedEarly, service: service, underlying: nil)
+    }
+
+    /// True when the service failed in `start()`: it never ran.
+    public var isStartFailure: Bool { code == .startFailed }
+
+    public var description: String {
+        switch code {
+        case .startFailed: "\(service) could not start: \(underlying.map { "\($0)" } ?? "")"
+        case .runFailed: "\(service) failed: \(underlying.map { "\($0)" } ?? "")"
+        case .finishedEarly: "\(service) stopped on its own before it was asked to"
+        }
+    }
+}

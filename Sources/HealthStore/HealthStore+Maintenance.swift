@@ -1,0 +1,44 @@
+import CoffeeLifecycle
+import Foundation
+
+/// Maintenance, and the store's life as a service: purged once at start,
+/// then every `Configuration.purgeInterval`; closed last in a shutdown
+/// (it is the group's first service), after every other part has
+/// committed, published and read what it needed.
+extension HealthStore: Service {
+    public nonisolated var name: String { "store" }
+
+    public func start() async throws {
+        do {
+            try purgeTombstones()
+        } catch {
+            logger.error("tombstone purge failed", ["error": "\(error)"])
+        }
+    }
+
+    public nonisolated func run() async throws {
+        await repeatUntilShutdown(every: configuration.purgeInterval, on: configuration.timerClock) {
+            do { try await self.purgeTombstones() } catch {
+                self.logger.error("tombstone purge failed", ["error": "\(error)"])
+            }
+        }
+        await close()
+    }
+
+    /// Removes tombstones older than the retention period and remembers the
+    /// highest anchor purged. Returns how many were removed.
+    @discardableResult
+    public func purgeTombstones() throws -> Int {
+        guard let db else { throw StoreError.closed }
+        let cutoff = configuration.clock.now().addingTimeInterval(-configuration.tombstoneRetention)
+        let cutoffMs = Int64((cutoff.timeIntervalSince1970 * 1000).rounded())
+        return try db.transaction {
+            guard let highest = try statements.highestExpiredTombstone(before: cutoffMs) else { return 0 }
+            let removed = try statements.purgeTombstones(before: cutoffMs)
+            purgedAnchor = max(purgedAnchor, highest)
+            try statements.setMeta("purged_anchor", purgedAnchor)
+            logger.info("purged tombstones", ["count": "\(removed)", "purgedAnchor": "\(purgedAnchor)"])
+            return removed
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import CoffeeDomain
+import Foundation
+import Synchronization
+
+/// Reading: the anchored query and the model's window.
+extension HealthStore {
+    /// The store's current anchor: that of its last change.
+    public var anchor: Int64 { currentAnchor }
+
+    /// Changes after `since`, in anchor order, at most `limit` of them.
+    ///
+    /// - Parameters:
+    ///   - since: nil for every live drink (no tombstones).
+    ///   - through: the last anchor to include (default: the store's anchor);
+    ///     with it a reader pages through one commit without running into later ones.
+    /// - Throws: `StoreError.anchorExpired` when tombstones after `since`
+    ///   were purged, so the caller must resync from nil.
+    public func changes(since: Int64?, limit: Int, through: Int64? = nil) throws -> ChangeSet {
+        guard db != nil else { throw StoreError.closed }
+        if let since, since < purgedAnchor { throw StoreError.anchorExpired(requested: since, purged: purgedAnchor) }
+        let limit = max(1, limit)
+        let end = min(through ?? currentAnchor, currentAnchor)
+        let rows = try statements.changes(after: since ?? 0, through: end, liveOnly: since == nil, limit: limit + 1)
+        let hasMore = rows.count > limit
+        let page = rows.prefix(limit)
+        let (added, deleted) = CommittedBatch.Change.split(page.lazy.map(\.change))
+        let last = page.last?.anchor ?? since ?? 0
+        return ChangeSet(added: added, deleted: deleted, anchor: hasMore ? last : end, hasMore: hasMore)
+    }
+
+    /// `changes(since:limit:through:)` for a thread of its own that may
+    /// block (the publisher's): the read runs on the store's thread, queued
+    /// behind what is there, and this waits for it. Never call it from the
+    /// cooperative pool or from the store's own thread.
+    public nonisolated func changesWaiting(since: Int64?, limit: Int, through: Int64? = nil) throws -> ChangeSet {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<ChangeSet, any Error>?>(nil)
+        executor.run {
+            let r = Result { try self.assumeIsolated { try $0.changes(since: since, limit: limit, through: through) } }
+            result.withLock { $0 = r }
+            done.signal()
+        }
+        done.wait()
+        return try result.withLock { $0! }.get()
+    }
+
+    /// Live drinks dated in `range`, oldest first: what a model window needs.
+    public func drinks(datedIn range: ClosedRange<Date>) throws -> [Drink] {
+        guard db != nil else { throw StoreError.closed }
+        return try statements.drinks(
+            from: Int64((range.lowerBound.timeIntervalSince1970 * 1000).rounded(.down)),
+            to: Int64((range.upperBound.timeIntervalSince1970 * 1000).rounded(.up)))
+    }
+
+    /// Live drinks dated from `start` on, with the anchor they reflect, read
+    /// together: what a model rebuilds from.
+    public func window(datedFrom start: Date) throws -> (drinks: [Drink], anchor: Int64) {
+        guard db != nil else { throw StoreError.closed }
+        let drinks = try statements.drinks(from: Int64((start.timeIntervalSince1970 * 1000).rounded(.down)), to: .max)
+        return (drinks, currentAnchor)
+    }
+
+    public func statistics() -> StoreStatistics {
+        let path = configuration.path
+        func size(_ p: String) -> Int64 {
+            ((try? FileManager.default.attributesOfItem(atPath: p)[.size]) as? NSNumber)?.int64Value ?? 0
+        }
+        return StoreStatistics(
+            anchor: currentAnchor, purgedAnchor: purgedAnchor, commits: commits,
+            fileBytes: size(path) + size(path + "-wal"))
+    }
+}

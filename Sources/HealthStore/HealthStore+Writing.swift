@@ -1,0 +1,250 @@
+import CoffeeDomain
+import Foundation
+import SQLite
+
+/// Writing: the group commit and the store rules of PROTOCOL.md §1.
+///
+/// `apply` queues its batch and suspends; one commit drains what is queued
+/// (as `GroupCommitQueue` decides) into a single transaction, so one fsync
+/// covers many callers. Each caller resumes only after that commit is durable.
+extension HealthStore {
+    /// Saves drinks and applies deletions in one commit; returns once it is durable.
+    ///
+    /// - Throws: `StoreError.closed` after `close()`; a SQLite error if the
+    ///   commit failed (nothing of the batch was stored).
+    public func apply(_ batch: WriteBatch) async throws -> WriteResult {
+        try await withCheckedThrowingContinuation { continuation in
+            enqueue(Waiter(batch: batch) { continuation.resume(with: $0) })
+        }
+    }
+
+    public func save(_ drinks: [Drink]) async throws -> WriteResult {
+        try await apply(WriteBatch(drinks: drinks))
+    }
+
+    public func delete(_ deletions: [Deletion]) async throws -> WriteResult {
+        try await apply(WriteBatch(deletions: deletions))
+    }
+
+    /// Queues `batch` without waiting; `completion` runs on the store's
+    /// thread once the commit is durable (or failed). For producers such as
+    /// the bus, which must not wait one commit per message.
+    ///
+    /// Batches submitted from one thread are committed in the order submitted.
+    public nonisolated func submit(
+        _ batch: WriteBatch, completion: @escaping @Sendable (Result<WriteResult, any Error>) -> Void
+    ) {
+        let count = batch.count
+        let backlog = self.backlogCount
+        backlog.add(count)
+        let waiter = Waiter(batch: batch) { result in
+            backlog.remove(count)
+            completion(result)
+        }
+        let schedule = submitted.withLock { state -> Bool in
+            state.items.append(waiter)
+            if state.scheduled { return false }
+            state.scheduled = true
+            return true
+        }
+        // Straight onto the store's thread, not through a Task (which would
+        // wake a pool thread only to hop here).
+        if schedule { executor.run { self.assumeIsolated { $0.takeSubmitted() } } }
+    }
+
+    func takeSubmitted() {
+        let items = submitted.withLock { state -> [Waiter] in
+            let items = state.items
+            state.items = []
+            state.scheduled = false
+            return items
+        }
+        for item in items { enqueue(item) }
+    }
+
+    /// Changes submitted but not yet committed, for back-pressure.
+    public nonisolated var backlog: Int { backlogCount.value }
+
+    /// Blocks the calling thread (a producer's, never the store's) until
+    /// fewer than `limit` submitted changes await commit, or `timeout`
+    /// passes. Returns whether the backlog is below `limit`.
+    @discardableResult
+    public nonisolated func waitForBacklog(below limit: Int, timeout: Duration) -> Bool {
+        backlogCount.wait(below: limit, timeout: timeout)
+    }
+
+    /// Commits everything submitted or queued so far; returns once it is
+    /// durable (and observed). For a producer's drain, and a drain that must
+    /// publish every commit before the store closes.
+    public func commitPending() {
+        takeSubmitted()
+        repeat { commitNext() } while !queue.isEmpty
+    }
+
+    private func enqueue(_ waiter: Waiter) {
+        guard db != nil else { return waiter.completion(.failure(StoreError.closed)) }
+        if queue.enqueue(changes: waiter.batch.count, waiter: waiter) == .scheduleCommit {
+            scheduleCommit()
+        }
+    }
+
+    /// Runs after the jobs already queued on the store's thread, so that
+    /// every batch that arrived meanwhile joins the commit.
+    private func scheduleCommit() {
+        Task { self.commitNext() }
+    }
+
+    /// Commits what `GroupCommitQueue` takes next, in one transaction.
+    private func commitNext() {
+        let commit = queue.nextCommit()
+        if commit.scheduleAnother { scheduleCommit() }
+        let work = commit.entries.map(\.waiter)
+        guard !work.isEmpty else { return }
+        guard let db else {
+            for item in work { item.completion(.failure(StoreError.closed)) }
+            return
+        }
+        let previous = currentAnchor
+        var changes = CommitChanges()
+        do {
+            let results = try db.transaction {
+                var results: [WriteResult] = []
+                for item in work { results.append(try write(item.batch, into: &changes)) }
+                try statements.setMeta("anchor", changes.anchor ?? previous)
+                return results
+            }
+            finishCommit(from: previous, changes: changes)
+            for (item, result) in zip(work, results) {
+                var result = result
+                result.anchor = currentAnchor
+                item.completion(.success(result))
+            }
+        } catch {
+            currentAnchor = previous
+            switch queue.commitFailed(commit.entries) {
+            case .fail(let entry):
+                logger.error("commit failed", ["error": "\(error)", "changes": "\(entry.changes)"])
+                entry.waiter.completion(.failure(error))
+            case .retryEachAlone(let entries):
+                for entry in entries { commitAlone(entry.waiter, db: db) }
+            }
+        }
+    }
+
+    private func commitAlone(_ item: Waiter, db: Database) {
+        let previous = currentAnchor
+        var changes = CommitChanges()
+        do {
+            var result = try db.transaction {
+                let result = try write(item.batch, into: &changes)
+                try statements.setMeta("anchor", changes.anchor ?? previous)
+                return result
+            }
+            finishCommit(from: previous, changes: changes)
+            result.anchor = currentAnchor
+            item.completion(.success(result))
+        } catch {
+            currentAnchor = previous
+            logger.error("commit failed", ["error": "\(error)", "changes": "\(item.batch.count)"])
+            item.completion(.failure(error))
+        }
+    }
+
+    /// Applies every batch `next` yields, in one transaction: all of them or,
+    /// if `next` or a write throws, none. For imports of any size: memory is
+    /// one batch, not the whole input. Returns once the commit is durable.
+    ///
+    /// - Parameter next: called on the store's thread until it returns nil;
+    ///   what it throws (a validation error, say) rolls everything back and
+    ///   is rethrown.
+    public func applyStream(_ next: @Sendable () throws -> WriteBatch?) throws -> WriteResult {
+        guard let db else { throw StoreError.closed }
+        commitPending()  // whatever was queued before commits first, in order
+        let previous = currentAnchor
+        var changes = CommitChanges()
+        var total = WriteResult()
+        do {
+            try db.transaction {
+                while let batch = try next() {
+                    let r = try write(batch, into: &changes)
+                    total.added += r.added
+                    total.duplicates += r.duplicates
+                    total.deleted += r.deleted
+                    total.unknown += r.unknown
+                }
+                try statements.setMeta("anchor", changes.anchor ?? previous)
+            }
+        }
+        finishCommit(from: previous, changes: changes)
+        total.anchor = currentAnchor
+        return total
+    }
+
+    private func finishCommit(from previous: Int64, changes: CommitChanges) {
+        commits += 1
+        guard let anchor = changes.anchor else { return }
+        currentAnchor = anchor
+        let batch = changes.committed(previousAnchor: previous, anchor: anchor)
+        for observer in observers { observer(batch) }
+    }
+
+    /// Applies the store rules of PROTOCOL.md §1 for one batch, inside the
+    /// open transaction.
+    private func write(_ batch: WriteBatch, into changes: inout CommitChanges) throws -> WriteResult {
+        var result = WriteResult()
+        let now = Int64((configuration.clock.now().timeIntervalSince1970 * 1000).rounded())
+        var next = changes.anchor ?? currentAnchor
+        for drink in batch.drinks {
+            // Stored when there is no record or the record's version is lower.
+            if try statements.upsert(drink, anchor: next + 1, now: now) {
+                next += 1
+                result.added += 1
+                changes.record(.added(drink), anchor: next)
+            } else {
+                result.duplicates += 1
+            }
+        }
+        for deletion in batch.deletions {
+            let existing = try statements.lookup(deletion.uuid)
+            let version: Int64
+            switch existing {
+            case .some((_, true)):
+                result.unknown += 1  // already deleted: no-op
+                continue
+            case .some((let recordVersion, false)):
+                version = max(recordVersion, deletion.version ?? recordVersion)
+                result.deleted += 1
+            case .none:
+                version = deletion.version ?? 1
+                result.unknown += 1
+            }
+            next += 1
+            try statements.tombstone(deletion.uuid, version: version, anchor: next, now: now)
+            changes.record(.deleted(Tombstone(uuid: deletion.uuid, version: version)), anchor: next)
+        }
+        return result
+    }
+}
+
+/// The changes of one commit, in order; past `HealthStore.announceLimit`
+/// only the anchor is kept, so a huge commit needs no memory in
+/// proportion to its size.
+struct CommitChanges {
+    var anchor: Int64?
+    var log: [CommittedBatch.Change] = []
+    var isComplete = true
+
+    mutating func record(_ change: CommittedBatch.Change, anchor: Int64) {
+        self.anchor = anchor
+        guard isComplete else { return }
+        log.append(change)
+        if log.count > HealthStore.announceLimit {
+            isComplete = false
+            log = []
+        }
+    }
+
+    func committed(previousAnchor: Int64, anchor: Int64) -> CommittedBatch {
+        CommittedBatch(anchor: anchor, previousAnchor: previousAnchor, log: log, isComplete: isComplete)
+    }
+}

@@ -1,0 +1,195 @@
+import CoffeeLifecycle
+import Synchronization
+import Testing
+
+/// What the mock services did, in order: "start a", "run a", "stop a".
+final class Journal: Sendable {
+    private let lines = Mutex<[String]>([])
+    func add(_ line: String) { lines.withLock { $0.append(line) } }
+    var entries: [String] { lines.withLock { $0 } }
+}
+
+/// A service that records its life; it can fail to start, fail while
+/// running, or stop on its own.
+struct MockService: Service {
+    enum Behaviour: Sendable {
+        case normal
+        case failsToStart
+        case failsAfterStart
+        case returnsEarly
+    }
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    let name: String
+    let journal: Journal
+    var behaviour: Behaviour = .normal
+
+    func start() async throws {
+        if behaviour == .failsToStart { throw Failure(description: "port taken") }
+        journal.add("start \(name)")
+    }
+
+    func run() async throws {
+        journal.add("run \(name)")
+        switch behaviour {
+        case .failsAfterStart: throw Failure(description: "disk on fire")
+        case .returnsEarly: return
+        case .normal, .failsToStart: break
+        }
+        await gracefulShutdown()
+        // A drain that takes a moment: the next service must wait for it.
+        try? await Task.sleep(for: .milliseconds(5))
+        journal.add("stop \(name)")
+    }
+}
+
+/// Runs `group` until `onStarted`, then triggers a shutdown; returns what `run` threw.
+private func runThenShutDown(_ group: ServiceGroup) async -> (any Error)? {
+    do {
+        try await group.run { group.triggerGracefulShutdown() }
+        return nil
+    } catch {
+        return error
+    }
+}
+
+@Suite("ServiceGroup: ordered start, reverse-order graceful shutdown", .timeLimit(.minutes(1)))
+struct ServiceGroupTests {
+    @Test func servicesStartInOrderAndStopInReverse() async throws {
+        let journal = Journal()
+        let group = ServiceGroup(services: ["a", "b", "c"].map { MockService(name: $0, journal: journal) })
+        #expect(await runThenShutDown(group) == nil)
+        let entries = journal.entries
+        #expect(entries.filter { $0.hasPrefix("start") } == ["start a", "start b", "start c"])
+        #expect(entries.filter { $0.hasPrefix("stop") } == ["stop c", "stop b", "stop a"])
+        // Every start comes before any stop, and each service ran.
+        #expect(entries.lastIndex { $0.hasPrefix("start") }! < entries.firstIndex { $0.hasPrefix("stop") }!)
+        #expect(Set(entries.filter { $0.hasPrefix("run") }) == ["run a", "run b", "run c"])
+    }
+
+    @Test func onStartedRunsOnlyOnceEveryServiceHasStarted() async throws {
+        let journal = Journal()
+        let group = ServiceGroup(services: ["a", "b"].map { MockService(name: $0, journal: journal) })
+        try await group.run {
+            journal.add("all started")
+            group.triggerGracefulShutdown()
+        }
+        let entries = journal.entries
+        #expect(entries.firstIndex(of: "all started")! > entries.firstIndex(of: "start b")!)
+    }
+
+    @Test func aServiceThatFailsToStartIsNamedAndThoseAfterItNeverStart() async throws {
+        let journal = Journal()
+        let group = ServiceGroup(services: [
+            MockService(name: "store", journal: journal),
+            MockService(name: "query", journal: journal, behaviour: .failsToStart),
+            MockService(name: "inbox", journal: journal),
+        ])
+        let error = await runThenShutDown(group) as? ServiceGroupError
+        #expect(error?.service == "query")
+        #expect(error?.isStartFailure == true)
+        #expect(error?.description == "query could not start: port taken")
+        // The one started before it was shut down; the one after never started, nor was stopped.
+        #expect(journal.entries.contains("stop store"))
+        #expect(!journal.entries.contains { $0.hasSuffix("inbox") })
+    }
+
+    @Test func aServiceThatFailsWhileRunningEndsTheGroupAndIsNamed() async throws {
+        let journal = Journal()
+        let group = ServiceGroup(services: [
+            MockService(name: "store", journal: journal),
+            MockService(name: "ingest", journal: journal, behaviour: .failsAfterStart),
+            MockService(name: "inbox", journal: journal),
+        ])
+        do {
+            try await group.run()  // no shutdown is ever requested: the failure ends it
+            Issue.record("the group should have thrown")
+        } catch let error as ServiceGroupError {
+            #expect(error.service == "ingest")
+            #expect(!error.isStartFailure)
+            #expect(error.description == "ingest failed: disk on fire")
+        }
+        #expect(journal.entries.filter { $0.hasPrefix("stop") } == ["stop inbox", "stop store"])
+    }
+
+    @Test func aServiceThatReturnsBeforeItIsAskedEndsTheGroup() async throws {
+        let journal = Journal()
+        let group = ServiceGroup(services: [
+            MockService(name: "store", journal: journal),
+            MockService(name: "model", journal: journal, behaviour: .returnsEarly),
+        ])
+        do {
+            try await group.run()
+            Issue.record("the group should have thrown")
+        } catch let error as ServiceGroupError {
+            #expect(error.service == "model")
+            #expect(error.description.contains("stopped on its own"))
+        }
+        #expect(journal.entries.contains("stop store"))
+    }
+
+    @Test func aShutdownRequestedBeforeRunStartsNothing() async throws {
+        let journal = Journal()
+        let group = ServiceGroup(services: [MockService(name: "a", journal: journal)])
+        group.triggerGracefulShutdown()
+        try await group.run()
+        #expect(journal.entries.isEmpty)
+    }
+
+    @Test func cancellationStopsEveryServiceAtOnce() async throws {
+        let journal = Journal()
+        let group = ServiceGroup(services: ["a", "b"].map { MockService(name: $0, journal: journal) })
+        let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
+        let task = Task { try await group.run { startedContinuation.yield() } }
+        for await _ in started { break }
+        task.cancel()
+        try await task.value
+        #expect(Set(journal.entries.filter { $0.hasPrefix("stop") }) == ["stop a", "stop b"])
+    }
+}
+
+@Suite("Timers on an injected clock", .timeLimit(.minutes(1)))
+struct TimerTests {
+    @Test func repeatUntilShutdownTicksAsTheClockMovesAndStopsAtShutdown() async throws {
+        let clock = TestClock()
+        let ticks = Mutex(0)
+        let (ticked, tickedContinuation) = AsyncStream.makeStream(of: Int.self)
+        let signal = ShutdownSignal()
+        let task = Task {
+            await ShutdownSignal.$current.withValue(signal) {
+                await repeatUntilShutdown(every: .seconds(60), on: clock) {
+                    tickedContinuation.yield(
+                        ticks.withLock { n in
+                            n += 1
+                            return n
+                        })
+                }
+            }
+        }
+        var iterator = ticked.makeAsyncIterator()
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(59))
+        #expect(ticks.withLock { $0 } == 0)  // not yet due
+        clock.advance(by: .seconds(1))
+        #expect(await iterator.next() == 1)
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(60))
+        #expect(await iterator.next() == 2)
+        signal.trigger()
+        await task.value  // returns although the timer is asleep
+        #expect(ticks.withLock { $0 } == 2)
+    }
+
+    @Test func sleepUnlessShutdownEndsEarlyOnShutdown() async {
+        let signal = ShutdownSignal()
+        let task = Task {
+            await ShutdownSignal.$current.withValue(signal) {
+                await sleepUnlessShutdown(for: .seconds(3600), on: ContinuousClock())
+            }
+        }
+        signal.trigger()
+        await task.value
+    }
+}
