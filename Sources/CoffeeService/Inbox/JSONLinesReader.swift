@@ -1,0 +1,120 @@
+import CoffeeDomain
+import Foundation
+import HealthStore
+
+/// Reads a JSON Lines file chunk by chunk, in order: memory is one read
+/// piece (1 MiB) plus one chunk, whatever the file's size.
+///
+/// A chunk holds drinks, then deletions; it ends early where a drink follows
+/// a deletion, because a batch applies its saves before its deletions and
+/// the file's order must hold.
+public final class JSONLinesReader: @unchecked Sendable {
+    static let pieceSize = 1 << 20
+
+    private let parser: InboxFileParser
+    private let now: Date
+    private let chunkSize: Int
+    private let readPiece: () throws -> Data?
+    /// What has been read and not yet handed out as lines, from `position`.
+    private var buffer: [UInt8] = []
+    private var position = 0
+    private var atEnd = false
+    private var lineNumber = 0
+    /// A drink that followed a deletion: it opens the next chunk.
+    private var carried: Drink?
+    /// Drinks and deletions handed out so far.
+    public private(set) var changesRead = 0
+
+    /// Reads `file` from its current offset in pieces; does not close it.
+    public init(file: FileHandle, parser: InboxFileParser, now: Date, chunkSize: Int = 5000) {
+        self.parser = parser
+        self.now = now
+        self.chunkSize = chunkSize
+        readPiece = { try file.read(upToCount: JSONLinesReader.pieceSize) }
+    }
+
+    /// Reads lines from bytes already in memory (a mapped file), in the
+    /// same pieces as from a file, so the buffer never holds a copy of it all.
+    public init(data: Data, parser: InboxFileParser, now: Date, chunkSize: Int = 5000) {
+        self.parser = parser
+        self.now = now
+        self.chunkSize = chunkSize
+        var offset = data.startIndex
+        readPiece = {
+            guard offset < data.endIndex else { return nil }
+            let end = min(offset + JSONLinesReader.pieceSize, data.endIndex)
+            defer { offset = end }
+            return data[offset..<end]
+        }
+    }
+
+    /// Where the next line lies in `buffer` (without its newline), valid
+    /// until the next call; nil at the end.
+    private func nextLine() throws -> Range<Int>? {
+        while true {
+            let newline = buffer.withUnsafeBytes { raw -> Int? in
+                guard position < raw.count, let base = raw.baseAddress,
+                    let found = memchr(base + position, Int32(UInt8(ascii: "\n")), raw.count - position)
+                else { return nil }
+                return base.distance(to: UnsafeRawPointer(found))
+            }
+            if let newline {
+                defer { position = newline + 1 }
+                return position..<newline
+            }
+            if atEnd {
+                guard position < buffer.count else { return nil }
+                defer { position = buffer.count }
+                return position..<buffer.count
+            }
+            // Keep only the unfinished line, then read another piece.
+            buffer.removeFirst(position)
+            position = 0
+            if let piece = try readPiece(), !piece.isEmpty { buffer.append(contentsOf: piece) } else { atEnd = true }
+        }
+    }
+
+    /// The next chunk, or nil at the end of the file.
+    ///
+    /// - Throws: `InboxFileError` naming the line.
+    public func nextChunk() throws(InboxFileError) -> WriteBatch? {
+        var chunk = WriteBatch()
+        if let carried { chunk.drinks.append(carried) }
+        carried = nil
+        while chunk.count < chunkSize {
+            let range: Range<Int>?
+            do {
+                range = try nextLine()
+            } catch {
+                throw InboxFileError("file cannot be read (\(error))", line: lineNumber + 1)
+            }
+            guard let range else { break }
+            lineNumber += 1
+            let number = lineNumber
+            let read = buffer.withUnsafeBytes { raw in
+                Result { () throws(InboxFileError) in
+                    try parser.line(UnsafeRawBufferPointer(rebasing: raw[range]), number: number, now: now)
+                }
+            }
+            switch try read.get() {
+            case .blank: break
+            case .deletion(let deletion): chunk.deletions.append(deletion)
+            case .drink(let drink):
+                guard chunk.acceptsDrinksInOrder else {
+                    carried = drink
+                    return handOut(chunk)
+                }
+                chunk.drinks.append(drink)
+            }
+        }
+        return chunk.isEmpty ? nil : handOut(chunk)
+    }
+
+    private func handOut(_ chunk: WriteBatch) -> WriteBatch {
+        changesRead += chunk.count
+        return chunk
+    }
+
+    /// For `HealthStore.applyStream`, whose source throws untyped.
+    public func next() throws -> WriteBatch? { try nextChunk() }
+}

@@ -1,0 +1,47 @@
+import CoffeeDomain
+import CoffeeService
+import Foundation
+import HealthStore
+import Synchronization
+import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension Bench {
+    // MARK: 6. Stages alone
+
+    /// What one thread does per event, each stage alone in this process:
+    /// reading and validating single-event bus bodies, and writing one-drink
+    /// `changes` messages. Events per second of one thread, the best of
+    /// five passes (a CPU-bound loop is only ever slowed by the machine).
+    func stages(events: Int) -> (decodePerSecond: Double, encodePerSecond: Double) {
+        let bodies = (0..<events).map { _ in Array(Bodies.historical().utf8) }
+        let decoder = BatchDecoder()
+        let at = Date()
+        var decoded: [Drink] = []
+        let decodeRate = (0..<5).map { _ in
+            let t0 = now()
+            decoded.removeAll(keepingCapacity: true)
+            for body in bodies {
+                body.withUnsafeBytes { raw in
+                    if let drinks = try? decoder.drinks(json: raw, now: at, source: "bus") { decoded += drinks }
+                }
+            }
+            return Double(events) / (now() - t0)
+        }.max()!
+        precondition(decoded.count == events, "the bench's own bodies must be valid")
+        var bytes = 0
+        let encodeRate = (0..<5).map { _ in
+            let t0 = now()
+            for (i, drink) in decoded.enumerated() {
+                bytes +=
+                    WireFormat.changesMessage(anchor: Int64(i + 1), previousAnchor: Int64(i), added: [drink], deleted: []).count
+            }
+            return Double(events) / (now() - t0)
+        }.max()!
+        precondition(bytes > 0)
+        return (decodeRate, encodeRate)
+    }
+}

@@ -1,0 +1,79 @@
+import CoffeeDomain
+import CoffeeService
+import Foundation
+import HealthStore
+import Synchronization
+import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension Bench {
+    // MARK: 2. Latency and CPU at a steady rate
+
+    struct Steady {
+        var p50Ms: Double
+        var p99Ms: Double
+        var maxMs: Double
+        var cpuPercent: Double
+    }
+
+    func steady(rate: Double, seconds: Double, recent: Bool = false) throws -> Steady {
+        try live("latency") { s, subs, pub, base in
+            let cpu0 = s.cpuSeconds
+            let t0 = now()
+            let sender = PacedSender(pub, count: Int(rate * seconds), rate: rate, recent: recent)
+            var latencies: [Double] = []
+            _ = try waitForAnchor(subs[0], base + Int64(sender.count)) { msg, t in latencies += sender.lags(msg, receivedAt: t) }
+            let cpu = s.cpuSeconds - cpu0
+            return Steady(
+                p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99), maxMs: latencies.max() ?? .nan,
+                cpuPercent: cpu / (now() - t0) * 100)
+        }
+    }
+
+    /// Baseline: one small write and fsync in the same file system.
+    func fsyncLatency(samples: Int = 200) throws -> (p50: Double, p99: Double) {
+        sync()  // as in live(): no earlier write-back in this measurement
+        let dir = folder("fsync")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let fd = open(dir.appendingPathComponent("f").path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        defer { close(fd) }
+        var times: [Double] = []
+        let line = Array(Bodies.drink().utf8)
+        for _ in 0..<samples {
+            let t = now()
+            _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            fsync(fd)
+            times.append((now() - t) * 1000)
+        }
+        return (percentile(times, 0.5), percentile(times, 0.99))
+    }
+
+    /// Baseline for CPU at a steady rate: what `rate` small writes, each
+    /// followed by fdatasync (as SQLite commits in WAL mode), cost one thread
+    /// per second of wall time, in % of a core. Nothing else runs.
+    func fsyncCPU(rate: Double, seconds: Double) throws -> Double {
+        sync()  // as in live(): no earlier write-back in this measurement
+        let dir = folder("fsync-cpu")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let fd = open(dir.appendingPathComponent("f").path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        defer { close(fd) }
+        let line = Array(Bodies.drink().utf8)
+        func threadCPU() -> Double {
+            var ts = timespec()
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+            return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+        }
+        let c0 = threadCPU()
+        let t0 = now()
+        for i in 0..<Int(rate * seconds) {
+            let due = t0 + Double(i) / rate
+            while now() < due { usleep(UInt32(max(0, min(1000, (due - now()) * 1e6)))) }
+            _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            fdatasync(fd)
+        }
+        return (threadCPU() - c0) / (now() - t0) * 100
+    }
+}
