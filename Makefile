@@ -2,7 +2,7 @@
 SWIFT ?= swift
 CONFIG ?= config/coffee-tracker.json
 APT_PACKAGES := libzmq3-dev libsqlite3-dev pkg-config
-PY_PACKAGES := pyzmq pytest
+PY_PACKAGES := pyzmq pytest pytest-timeout
 
 .PHONY: all deps build release run test lint format unit integration bench clean
 
@@ -17,7 +17,8 @@ deps:
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
-	@python3 -c "import zmq, pytest" 2>/dev/null || python3 -m pip install -q $(PY_PACKAGES)
+	@python3 -c "import zmq, pytest, pytest_timeout" 2>/dev/null || python3 -m pip install -q $(PY_PACKAGES)
+	@command -v cc >/dev/null || command -v gcc >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc >/dev/null; }
 
 build: deps
 	$(SWIFT) build
@@ -45,7 +46,7 @@ unit: deps
 	$(SWIFT) test < /dev/null
 
 integration: build
-	COFFEE_TRACKER=$(CURDIR)/.build/debug/coffee-tracker python3 -m pytest -q Tests/integration
+	COFFEE_TRACKER=$(CURDIR)/.build/debug/coffee-tracker python3 -m pytest -q --timeout=300 Tests/integration
 
 ## Benchmarks (never part of `make test`): release build, real processes, loopback.
 bench: release

@@ -71,7 +71,9 @@ let package = Package(
         .testTarget(name: "CoffeeLifecycleTests", dependencies: ["CoffeeLifecycle"], swiftSettings: strict),
         .testTarget(
             name: "CoffeeServiceTests",
-            dependencies: ["CoffeeService", "ZeroMQ", "CoffeeDomain", "HealthStore", "CoffeeLogging"],
+            dependencies: [
+                "CoffeeService", "ZeroMQ", "CoffeeDomain", "HealthStore", "CoffeeModel", "CoffeeLifecycle", "CoffeeLogging",
+            ],
             swiftSettings: strict),
     ]
 )

@@ -98,4 +98,30 @@ public final class Database {
     }
 
     var lastMessage: String { String(cString: sqlite3_errmsg(handle)) }
+
+    /// The hook's closure, kept alive while SQLite holds a pointer to it.
+    private final class CommitHook {
+        let body: () -> Bool
+        init(_ body: @escaping () -> Bool) { self.body = body }
+    }
+    private var commitHook: CommitHook?
+
+    /// For tests only: calls `hook` inside every COMMIT on this connection,
+    /// before the commit takes effect (and before its fsync). Blocking in it
+    /// holds the commit; returning false fails it (SQLite rolls it back and
+    /// COMMIT throws). nil removes the hook.
+    @_spi(Testing) public func setCommitHook(_ hook: (() -> Bool)?) {
+        commitHook = hook.map(CommitHook.init)
+        guard let commitHook else {
+            sqlite3_commit_hook(handle, nil, nil)
+            return
+        }
+        let context = Unmanaged.passUnretained(commitHook).toOpaque()
+        sqlite3_commit_hook(
+            handle,
+            { context in
+                // SQLite: a non-zero return turns the COMMIT into a ROLLBACK.
+                Unmanaged<CommitHook>.fromOpaque(context!).takeUnretainedValue().body() ? 0 : 1
+            }, context)
+    }
 }

@@ -3,7 +3,7 @@ import Testing
 
 @testable import CoffeeDomain
 
-@Suite("JSONReader: strict RFC 8259, agreeing with Foundation")
+@Suite("JSONReader: strict RFC 8259, agreeing with Foundation", .timeLimit(.minutes(2)))
 struct JSONReaderTests {
     static let valid: [(String, JSONValue)] = [
         (#"{}"#, .object([])),

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// The watch app's own `CoffeeTracker.plist`: an array of `{mgCaffeine, date, uuid}`.
-@Suite("CoffeeTracker.plist")
+@Suite("CoffeeTracker.plist", .timeLimit(.minutes(2)))
 struct PropertyListTests {
     /// The sample app's `Drink`, exactly as it encodes.
     struct SampleDrink: Codable {

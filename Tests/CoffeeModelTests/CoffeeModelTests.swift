@@ -61,7 +61,7 @@ struct Fixture {
     }
 }
 
-@Suite("CoffeeData: the seed's bugs stay fixed")
+@Suite("CoffeeData: the seed's bugs stay fixed", .timeLimit(.minutes(2)))
 struct CoffeeDataTests {
     /// Seed bug: `guard !newDrinks.isEmpty && !deletedDrinks.isEmpty` ignored add-only changes.
     @Test func addOnlyChangeApplies() async {

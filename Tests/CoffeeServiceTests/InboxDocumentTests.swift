@@ -8,7 +8,7 @@ import Testing
 /// Whole-file JSON documents are read in one pass, drink by drink
 /// (`JSONDocumentReader`), and must accept and refuse exactly what the
 /// property-list path (`FileDocument`, decoded by Foundation) does.
-@Suite("Inbox JSON documents, read in one pass")
+@Suite("Inbox JSON documents, read in one pass", .timeLimit(.minutes(2)))
 struct InboxDocumentTests {
     static let u1 = "6B1A4C2E-8F3D-4E5A-9B7C-1D2E3F4A5B6C"
     static let u2 = "0E9F8A7B-6C5D-4E3F-8A1B-2C3D4E5F6A7B"

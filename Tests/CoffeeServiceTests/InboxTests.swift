@@ -10,7 +10,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite("Inbox watcher and importer")
+@Suite("Inbox watcher and importer", .timeLimit(.minutes(2)))
 struct InboxTests {
     @Test func decodesKernelRecords() {
         let bytes =
@@ -160,11 +160,9 @@ struct InboxTests {
         try watcher.start { continuation.yield($0) }
         let record = InboxWatcher.record(mask: UInt32(IN_Q_OVERFLOW))
         #expect(record.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) } == record.count)
-        for await events in stream {
-            #expect(events == [.rescan])
-            await importer.handle(events)
-            break
-        }
+        let events = try #require(await first(of: stream, within: .seconds(10)), "the overflow record raised no event")
+        #expect(events == [.rescan])
+        await importer.handle(events)
         watcher.cancel()
         let processed = try FileManager.default.contentsOfDirectory(atPath: inbox.appendingPathComponent("processed").path)
         #expect(processed.sorted() == ["lost-0.json", "lost-1.json", "lost-2.json"])
@@ -174,7 +172,7 @@ struct InboxTests {
     }
 }
 
-@Suite("BatchHandoff: reading overlaps storing")
+@Suite("BatchHandoff: reading overlaps storing", .timeLimit(.minutes(2)))
 struct BatchHandoffTests {
     static func batch(_ n: Int) -> WriteBatch { WriteBatch(deletions: [Deletion(uuid: UUID(), version: Int64(n))]) }
 
@@ -226,5 +224,23 @@ struct BatchHandoffTests {
         try await Task.sleep(for: .milliseconds(100))
         #expect(produced.withLock { $0 } == after)
         #expect(after <= 4)  // 1 taken, 2 waiting, 1 refused
+    }
+}
+
+/// The first element `stream` yields, or nil if none comes within `limit`:
+/// a wait that fails instead of hanging.
+func first<T: Sendable>(of stream: AsyncStream<T>, within limit: Duration) async -> T? {
+    await withTaskGroup(of: T?.self) { group in
+        group.addTask {
+            for await element in stream { return element }
+            return nil
+        }
+        group.addTask {
+            try? await Task.sleep(for: limit)
+            return nil
+        }
+        let result = await group.next() ?? nil
+        group.cancelAll()
+        return result
     }
 }

@@ -5,7 +5,7 @@ import Testing
 
 @testable import HealthStore
 
-@Suite("Back-pressure: the backlog of submitted changes")
+@Suite("Back-pressure: the backlog of submitted changes", .timeLimit(.minutes(2)))
 struct BacklogTests {
     /// A producer's thread sleeps while the store is behind and is woken by
     /// the commit that catches up, without polling; a wait that runs out

@@ -2,7 +2,7 @@ import Testing
 
 @testable import HealthStore
 
-@Suite("GroupCommitQueue: what each commit takes, without SQLite")
+@Suite("GroupCommitQueue: what each commit takes, without SQLite", .timeLimit(.minutes(2)))
 struct GroupCommitQueueTests {
     @Test func theFirstBatchSchedulesACommitAndTheRestJoinIt() {
         var queue = GroupCommitQueue<String>(changeLimit: 100)

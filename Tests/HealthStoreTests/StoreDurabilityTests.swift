@@ -4,9 +4,9 @@ import SQLite
 import Synchronization
 import Testing
 
-@testable import HealthStore
+@_spi(Testing) @testable import HealthStore
 
-@Suite("Store durability, group commit and maintenance")
+@Suite("Store durability, group commit and maintenance", .timeLimit(.minutes(2)))
 struct StoreDurabilityTests {
     @Test func anchorsSurviveARestartAndAreNeverReused() async throws {
         let dir = TemporaryDirectory()
@@ -251,11 +251,17 @@ struct StoreDurabilityTests {
         #expect(throws: StoreError.self) { _ = try openStore(dir) }
     }
 
-    @Test func storeUsesWALAndFullSync() async throws {
+    /// Read on the store's own connection: `synchronous` is per
+    /// connection, so a second connection would show its own default.
+    @Test func theStoresOwnConnectionUsesWALWithFullSync() async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let store = try openStore(dir)
         _ = try await store.save([drink()])
+        let settings = try await store.connectionSettings()
+        #expect(settings.journalMode == "wal")
+        #expect(settings.synchronous == 2, "2 is FULL: the WAL is synced at every commit")
+        #expect(settings.lockingMode == "exclusive")
         await store.close()
         let db = try Database(path: dir.storePath)
         #expect(try db.text("PRAGMA journal_mode") == "wal")
@@ -277,7 +283,7 @@ struct StoreDurabilityTests {
     }
 }
 
-@Suite("ThreadExecutor")
+@Suite("ThreadExecutor", .timeLimit(.minutes(2)))
 struct ThreadExecutorTests {
     @Test func closuresRunOnItsThreadInOrderAndKnowIt() async {
         let executor = ThreadExecutor(name: "test-executor")

@@ -25,7 +25,7 @@ final class BatchSource: Sendable {
     }
 }
 
-@Suite("Streaming commits and large announcements")
+@Suite("Streaming commits and large announcements", .timeLimit(.minutes(2)))
 struct StreamingCommitTests {
     @Test func streamIsOneDurableCommit() async throws {
         let dir = TemporaryDirectory()

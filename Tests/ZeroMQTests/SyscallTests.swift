@@ -6,7 +6,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite("Syscall: one helper for raw system calls")
+@Suite("Syscall: one helper for raw system calls", .timeLimit(.minutes(2)))
 struct SyscallTests {
     @Test func eintrIsRetriedUntilTheCallAnswers() throws {
         var calls = 0

@@ -3,7 +3,7 @@ import Testing
 
 @testable import ZeroMQ
 
-@Suite("ZeroMQ wrapper")
+@Suite("ZeroMQ wrapper", .timeLimit(.minutes(2)))
 struct ZeroMQTests {
     /// Two PAIR sockets connected over inproc (each keeps the context alive).
     static func pair() throws -> (ZMQSocket, ZMQSocket) {

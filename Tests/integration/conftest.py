@@ -57,6 +57,7 @@ class Service:
         self.start_as = []  # a prefix such as setpriv(1) to run the service as another user
         self.context = zmq.Context.instance()
         self.log_path = self.folder / "service.log"
+        self.env = None  # extra environment variables for the service
 
     @property
     def data(self):
@@ -69,7 +70,8 @@ class Service:
         self.log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             [*self.start_as, BINARY, "serve", "--config", str(self.config_path)],
-            stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL)
+            stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL,
+            env={**os.environ, **self.env} if self.env else None)
         deadline = time.time() + timeout
         while time.time() < deadline:
             assert self.process.poll() is None, "service exited: " + self.log_path.read_text()

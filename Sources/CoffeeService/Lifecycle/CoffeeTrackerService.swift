@@ -65,7 +65,12 @@ public final class CoffeeTrackerService: Sendable {
             throw StartupError(description: "\(error)")
         }
         let anchor = await parts.model.anchor
-        logger.notice("stopped", ["anchor": "\(anchor)"])
+        logger.notice(
+            "stopped",
+            [
+                "anchor": "\(anchor)", "received": "\(counters.received.value)", "stored": "\(counters.stored.value)",
+                "duplicates": "\(counters.duplicates.value)", "rejected": "\(counters.rejected.value)",
+            ])
     }
 
     /// Every part, in start order. The store opens last here, so that

@@ -1,0 +1,31 @@
+@_spi(Testing) import SQLite
+
+/// What tests, and only tests, may reach: the store's own connection's
+/// settings, and a hook that holds or fails its commits, so that tests can
+/// see that nothing is acknowledged or announced before a commit is durable.
+@_spi(Testing) extension HealthStore {
+    /// The settings of the store's own connection (a second connection
+    /// would not show `synchronous`, which is per connection).
+    public struct ConnectionSettings: Sendable, Equatable {
+        /// `PRAGMA journal_mode`: "wal".
+        public var journalMode: String
+        /// `PRAGMA synchronous`: 2 is FULL (an fsync of the WAL per commit).
+        public var synchronous: Int64
+        /// `PRAGMA locking_mode`: "exclusive".
+        public var lockingMode: String
+    }
+
+    public func connectionSettings() throws -> ConnectionSettings {
+        guard let db else { throw StoreError.closed }
+        return ConnectionSettings(
+            journalMode: try db.text("PRAGMA journal_mode") ?? "",
+            synchronous: try db.scalar("PRAGMA synchronous") ?? -1,
+            lockingMode: try db.text("PRAGMA locking_mode") ?? "")
+    }
+
+    /// Calls `hook` on the store's thread inside every COMMIT, before it
+    /// takes effect: blocking holds the commit, false fails it. nil removes it.
+    public func setCommitHook(_ hook: (@Sendable () -> Bool)?) {
+        db?.setCommitHook(hook)
+    }
+}

@@ -1,0 +1,117 @@
+"""Durability seen from outside the process (PROTOCOL.md §1): an acknowledged
+commit was synced to disk first, and a drain right after a burst stores and
+publishes everything the bus took."""
+import json
+import re
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import zmq
+
+from conftest import Service, drink
+from test_bus import publisher, subscriber
+
+SHIM_SOURCE = Path(__file__).with_name("sync_counter.c")
+
+
+@pytest.fixture(scope="session")
+def sync_counter(tmp_path_factory):
+    """The LD_PRELOAD shim that logs every fsync and fdatasync, built here."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    assert cc, "a C compiler is needed to build the fsync counter (apt-get install gcc)"
+    out = tmp_path_factory.mktemp("shim") / "sync_counter.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", str(out), str(SHIM_SOURCE), "-ldl"],
+                   check=True, capture_output=True, timeout=60)
+    return out
+
+
+def wal_syncs(log):
+    """Successful fsync/fdatasync calls on the store's WAL so far."""
+    if not log.exists():
+        return 0
+    count = 0
+    for line in log.read_text().splitlines():
+        _call, rest = line.split(" ", 1)
+        path, result = rest.rsplit(" ", 1)
+        if path.endswith("coffee-tracker.sqlite-wal") and result == "0":
+            count += 1
+    return count
+
+
+def test_each_acknowledged_add_follows_a_sync_of_the_wal(folder, sync_counter):
+    log = Path(folder) / "syncs.log"
+    s = Service(folder)
+    s.env = {"LD_PRELOAD": str(sync_counter), "SYNC_COUNTER_LOG": str(log)}
+    s.start()
+    try:
+        before = wal_syncs(log)
+        for i in range(1, 21):
+            reply = s.request({"op": "add", "drinks": [drink()]})
+            assert reply["ok"], reply
+            # The reply comes after the commit's sync, so the sync is logged by now.
+            synced = wal_syncs(log) - before
+            assert synced >= i, f"add {i} was acknowledged after only {synced} syncs of the WAL"
+    finally:
+        s.stop()
+
+
+def test_sigterm_right_after_a_burst_stores_and_publishes_everything_taken(folder):
+    s = Service(folder).start()
+    sub = subscriber(s, topics=(b"changes", b"model"))
+    sub.setsockopt(zmq.RCVTIMEO, 3000)
+    pub, _base = publisher(s)
+    t = time.time() - 3600
+
+    def small(i):
+        return {"uuid": str(uuid.uuid4()).upper(), "mgCaffeine": 1, "date": t - i}
+
+    singles = 40_000
+    big = json.dumps([small(10 * singles + i) for i in range(10_500)], separators=(",", ":")).encode()
+    assert len(big) < 1_048_576  # one message, one commit of more than 10,000 changes
+    for i in range(singles):
+        pub.send_multipart([b"drink.add", json.dumps(small(i)).encode()])
+        if i == singles // 2:
+            pub.send_multipart([b"drink.add", big])
+    s.process.send_signal(signal.SIGTERM)
+    assert s.process.wait(timeout=60) == 0
+    s.log.close()
+    log = s.log_path.read_text()
+    stopped = re.search(r"stopped anchor=(\d+) .*received=(\d+) .*stored=(\d+)", log)
+    assert stopped, log[-2000:]
+    final, received, stored = map(int, stopped.groups())
+    assert received > 10_500, "the burst never reached the bus"
+    assert stored == received, f"received {received} but stored {stored}"
+    assert final == stored  # every change took an anchor; the service started empty
+
+    last_changes, last_model, count = None, None, 0
+    while True:
+        try:
+            topic, body = sub.recv_multipart()
+        except zmq.Again:
+            break  # the service is gone: nothing more will come
+        message = json.loads(body)
+        if topic == b"changes":
+            if last_changes is not None:
+                assert message["previousAnchor"] == last_changes, "the changes chain broke"
+            assert len(message["added"]) + len(message["deleted"]) <= 10_000
+            last_changes = message["anchor"]
+            count += len(message["added"])
+        elif topic == b"model":
+            last_model = message["anchor"]
+    sub.close()
+    pub.close()
+    assert last_changes == final, f"changes ended at {last_changes}, the store at {final}"
+    assert last_model == final, f"the last model carried {last_model}, the store {final}"
+
+    # And the store holds it all after a restart.
+    s.start()
+    try:
+        added, deleted, anchor, _ = s.all_changes()
+        assert (len(added), len(deleted), anchor) == (final, 0, final)
+    finally:
+        s.stop()
