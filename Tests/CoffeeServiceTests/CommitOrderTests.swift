@@ -120,6 +120,29 @@ struct CommitOrderTests {
         await s.cleanup()
     }
 
+    /// The bus's path: a submitted batch's completion (which counts it
+    /// stored) runs only after its COMMIT.
+    @Test func aSubmittedBatchIsCompletedOnlyAfterItsCommit() async throws {
+        let s = try await Setup()
+        let gate = CommitGate()
+        await gate.install(on: s.store)
+        let completed = Atomic<Bool>(false)
+        let (done, doneContinuation) = AsyncStream.makeStream(of: Void.self)
+        s.store.submit(WriteBatch(drinks: [Drink(mgCaffeine: 5, date: Date())])) { result in
+            completed.store((try? result.get()) != nil, ordering: .sequentiallyConsistent)
+            doneContinuation.yield()
+        }
+        await gate.held()
+        try await Task.sleep(for: grace)
+        let early = completed.load(ordering: .sequentiallyConsistent)
+        #expect(!early, "completed while the COMMIT was held")
+        gate.open()
+        for await _ in done { break }
+        let succeeded = completed.load(ordering: .sequentiallyConsistent)
+        #expect(succeeded)
+        await s.cleanup()
+    }
+
     @Test func aFailedCommitAnswersAnErrorAndAnnouncesNothing() async throws {
         let s = try await Setup()
         let gate = CommitGate(allow: false)

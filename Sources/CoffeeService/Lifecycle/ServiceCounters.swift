@@ -17,6 +17,8 @@ public final class ServiceCounters: Sendable {
     public let subscribers = Atomic<Int>(0)
     /// Update messages the publisher's bounded queue had to drop.
     public let updatesDropped = Atomic<Int>(0)
+    /// Connections the ZAP handler refused (PROTOCOL.md §6).
+    public let authDenied = Atomic<Int>(0)
     public let started = Date()
 
     public init() {}

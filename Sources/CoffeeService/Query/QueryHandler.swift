@@ -209,6 +209,7 @@ public struct QueryHandler: Sendable {
             ("filesFailed", .int(Int64(c.filesFailed.value))),
             ("subscribers", .int(Int64(c.subscribers.value))),
             ("updatesDropped", .int(Int64(c.updatesDropped.value))),
+            ("authDenied", .int(Int64(c.authDenied.value))),
             ("uptimeS", .double((Date().timeIntervalSince(c.started) * 1000).rounded() / 1000)),
             ("storeBytes", .int(s.fileBytes)),
             ("commits", .int(s.commits)),
