@@ -57,7 +57,7 @@ let package = Package(
         // `make bench`: load generator, subscribers and baselines.
         .executableTarget(
             name: "coffee-bench",
-            dependencies: ["CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ"],
+            dependencies: ["CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "Syscall"],
             swiftSettings: strict),
 
         .testTarget(

@@ -3,6 +3,7 @@ import CoffeeService
 import Foundation
 import HealthStore
 import Synchronization
+import Syscall
 import ZeroMQ
 
 #if canImport(Glibc)
@@ -67,7 +68,8 @@ extension Bench {
         let decodeRate = Double(drinks) / (now() - d0)
         let target = s.inbox.appendingPathComponent("processed").appendingPathComponent(name)
         let t0 = now()
-        guard rename(file.path, s.inbox.appendingPathComponent(name).path) == 0 else { throw BenchError("rename") }
+        let destination = s.inbox.appendingPathComponent(name).path
+        try Syscall.call("rename", "\(file.path) to \(destination)") { rename(file.path, destination) }
         while !FileManager.default.fileExists(atPath: target.path) {
             usleep(20_000)
             guard now() - t0 < 600 else { throw BenchError("import of \(name) did not finish") }

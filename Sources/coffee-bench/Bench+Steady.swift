@@ -3,6 +3,7 @@ import CoffeeService
 import Foundation
 import HealthStore
 import Synchronization
+import Syscall
 import ZeroMQ
 
 #if canImport(Glibc)
@@ -38,14 +39,15 @@ extension Bench {
         sync()  // as in live(): no earlier write-back in this measurement
         let dir = folder("fsync")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let fd = open(dir.appendingPathComponent("f").path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        defer { close(fd) }
+        let path = dir.appendingPathComponent("f").path
+        let fd = try Syscall.call("open", path) { open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644) }
+        defer { Syscall.close(fd) }
         var times: [Double] = []
         let line = Array(Bodies.drink().utf8)
         for _ in 0..<samples {
             let t = now()
-            _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            fsync(fd)
+            try line.withUnsafeBytes { try Syscall.writeAll(fd, $0, detail: path) }
+            try Syscall.call("fsync", path) { fsync(fd) }
             times.append((now() - t) * 1000)
         }
         return (percentile(times, 0.5), percentile(times, 0.99))
@@ -58,8 +60,9 @@ extension Bench {
         sync()  // as in live(): no earlier write-back in this measurement
         let dir = folder("fsync-cpu")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let fd = open(dir.appendingPathComponent("f").path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        defer { close(fd) }
+        let path = dir.appendingPathComponent("f").path
+        let fd = try Syscall.call("open", path) { open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644) }
+        defer { Syscall.close(fd) }
         let line = Array(Bodies.drink().utf8)
         func threadCPU() -> Double {
             var ts = timespec()
@@ -71,8 +74,8 @@ extension Bench {
         for i in 0..<Int(rate * seconds) {
             let due = t0 + Double(i) / rate
             while now() < due { usleep(UInt32(max(0, min(1000, (due - now()) * 1e6)))) }
-            _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            fdatasync(fd)
+            try line.withUnsafeBytes { try Syscall.writeAll(fd, $0, detail: path) }
+            try Syscall.call("fdatasync", path) { fdatasync(fd) }
         }
         return (threadCPU() - c0) / (now() - t0) * 100
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Syscall
 
 #if canImport(Glibc)
     import Glibc
@@ -54,7 +55,7 @@ final class ServiceProcess {
 
     func stop() {
         guard process.isRunning else { return }
-        kill(pid, SIGTERM)
+        _ = try? Syscall.call("kill") { kill(pid, SIGTERM) }  // ESRCH: it has exited already
         process.waitUntilExit()
     }
 
