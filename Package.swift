@@ -51,7 +51,7 @@ let package = Package(
 
         .executableTarget(
             name: "coffee-tracker",
-            dependencies: ["CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "CoffeeLogging"],
+            dependencies: ["CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "CoffeeLogging", "Syscall"],
             swiftSettings: strict),
 
         // `make bench`: load generator, subscribers and baselines.

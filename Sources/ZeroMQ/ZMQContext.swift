@@ -29,16 +29,49 @@ public final class ZMQContext: @unchecked Sendable {
 }
 
 /// A CURVE key pair in Z85 text (40 characters each).
-public struct CurveKeyPair: Sendable {
+public struct CurveKeyPair: Sendable, Equatable {
     public let publicKey: String
     public let secretKey: String
+
+    public init(publicKey: String, secretKey: String) {
+        self.publicKey = publicKey
+        self.secretKey = secretKey
+    }
+
+    /// The pair of `secretKey` (its public key derived), or nil when it is
+    /// not a 40-character Z85 key.
+    public init?(secretKey: String) {
+        guard Self.isKey(secretKey) else { return nil }
+        var pub = [CChar](repeating: 0, count: 41)
+        guard zmq_curve_public(&pub, secretKey) == 0 else { return nil }
+        self.init(publicKey: Self.text(pub), secretKey: secretKey)
+    }
+
+    /// Whether `text` is a CURVE key in Z85: 40 characters that decode to 32 bytes.
+    public static func isKey(_ text: String) -> Bool {
+        guard text.utf8.count == 40 else { return false }
+        var bytes = [UInt8](repeating: 0, count: 32)
+        return zmq_z85_decode(&bytes, text) != nil
+    }
+
+    /// The Z85 text of a 32-byte binary key (as a ZAP request carries it).
+    public static func z85(_ key: some Collection<UInt8>) -> String? {
+        guard key.count == 32 else { return nil }
+        var out = [CChar](repeating: 0, count: 41)
+        let bytes = Array(key)
+        guard zmq_z85_encode(&out, bytes, 32) != nil else { return nil }
+        return text(out)
+    }
+
+    private static func text(_ c: [CChar]) -> String {
+        String(decoding: c.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 
     /// A new random key pair.
     public static func generate() throws(ZMQError) -> CurveKeyPair {
         var pub = [CChar](repeating: 0, count: 41)
         var sec = [CChar](repeating: 0, count: 41)
         guard zmq_curve_keypair(&pub, &sec) == 0 else { throw ZMQError.last("generating a CURVE key pair") }
-        func text(_ c: [CChar]) -> String { String(decoding: c.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
         return CurveKeyPair(publicKey: text(pub), secretKey: text(sec))
     }
 }

@@ -128,6 +128,29 @@ public final class ZMQSocket {
     public func setXPubVerboser(_ on: Bool) throws(ZMQError) {
         try setInt(ZMQ_XPUB_VERBOSER, on ? 1 : 0, "ZMQ_XPUB_VERBOSER")
     }
+    // MARK: Security (CurveZMQ, ZAP)
+
+    /// Makes this socket a CURVE server with `secretKey` (Z85); a ZAP
+    /// handler in the same context decides who may connect.
+    public func setCurveServer(secretKey: String) throws(ZMQError) {
+        try setInt(ZMQ_CURVE_SERVER, 1, "ZMQ_CURVE_SERVER")
+        try setBytes(ZMQ_CURVE_SECRETKEY, Array(secretKey.utf8), "ZMQ_CURVE_SECRETKEY")
+    }
+
+    /// Makes this socket a CURVE client of the server whose public key is
+    /// `serverKey`, with its own key pair (all Z85).
+    public func setCurveClient(serverKey: String, publicKey: String, secretKey: String) throws(ZMQError) {
+        try setBytes(ZMQ_CURVE_SERVERKEY, Array(serverKey.utf8), "ZMQ_CURVE_SERVERKEY")
+        try setBytes(ZMQ_CURVE_PUBLICKEY, Array(publicKey.utf8), "ZMQ_CURVE_PUBLICKEY")
+        try setBytes(ZMQ_CURVE_SECRETKEY, Array(secretKey.utf8), "ZMQ_CURVE_SECRETKEY")
+    }
+
+    /// The ZAP domain this socket's handshakes are checked under (RFC 27):
+    /// how the ZAP handler tells the endpoints apart.
+    public func setZapDomain(_ domain: String) throws(ZMQError) {
+        try setBytes(ZMQ_ZAP_DOMAIN, Array(domain.utf8), "ZMQ_ZAP_DOMAIN")
+    }
+
     /// ROUTER: fail sends to unknown peers instead of dropping them silently.
     public func setRouterMandatory(_ on: Bool) throws(ZMQError) {
         try setInt(ZMQ_ROUTER_MANDATORY, on ? 1 : 0, "ZMQ_ROUTER_MANDATORY")
@@ -173,6 +196,16 @@ public final class ZMQSocket {
     /// only inside `body`. For the bus, where a copy per frame was a
     /// measurable share of the ingest thread.
     public func receive<R>(dontWait: Bool = false, _ body: ([UnsafeRawBufferPointer]) -> R) throws(ZMQError) -> R? {
+        try receive(dontWait: dontWait, userID: false) { frames, _ in body(frames) }
+    }
+
+    /// `receive(dontWait:_:)` that also lends the message's `User-Id`
+    /// property: the name a ZAP handler gave the peer's connection (nil
+    /// without authentication, or when `userID` is false, which saves
+    /// making a string per message).
+    public func receive<R>(dontWait: Bool = false, userID: Bool, _ body: ([UnsafeRawBufferPointer], String?) -> R)
+        throws(ZMQError) -> R?
+    {
         // Reused from call to call (the socket has one thread): growing a
         // fresh array per message was an allocation or two per bus message.
         var messages = scratchMessages
@@ -207,7 +240,9 @@ public final class ZMQSocket {
         for i in messages.indices {
             frames.append(UnsafeRawBufferPointer(start: zmq_msg_data(&messages[i]), count: zmq_msg_size(&messages[i])))
         }
-        return body(frames)
+        // The last frame came from the wire (a ROUTER prepends the first itself).
+        let user = userID ? zmq_msg_gets(&messages[messages.count - 1], "User-Id").map { String(cString: $0) } : nil
+        return body(frames, user)
     }
 
     // MARK: Polling

@@ -44,7 +44,7 @@ struct ConfigurationTests {
         )
         #expect(c.halfLifeHours == 3.5 && c.timeZone == "Europe/Berlin")
         #expect(c.logLevel == .debug && c.logFormat == .json)
-        #expect(c.ingestConnect == ["ipc:///tmp/x"])
+        #expect(c.ingestConnect == [.init(endpoint: "ipc:///tmp/x")])
     }
 
     @Test(arguments: [

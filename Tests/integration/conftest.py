@@ -58,6 +58,8 @@ class Service:
         self.context = zmq.Context.instance()
         self.log_path = self.folder / "service.log"
         self.env = None  # extra environment variables for the service
+        self.curve_client = None  # (public, secret) Z85 keys for request() under security.curve
+        self.server_key = None
 
     @property
     def data(self):
@@ -86,6 +88,7 @@ class Service:
         else:
             raise AssertionError("service did not start: " + self.log_path.read_text())
         self.query_endpoint = self.endpoints["query"][0]
+        self.server_key = self.endpoints.get("serverKey")
         assert self.request({"op": "ping"})["ok"] is True
         return self
 
@@ -107,12 +110,21 @@ class Service:
         sock = self.context.socket(zmq.REQ)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.RCVTIMEO, timeout_ms)
+        self.secure(sock)
         sock.connect(self.query_endpoint)
         try:
             sock.send(raw if raw is not None else json.dumps(obj).encode())
             return json.loads(sock.recv())
         finally:
             sock.close()
+
+    def secure(self, sock, keys=None):
+        """Makes `sock` a CURVE client of the service with `keys` (default:
+        `curve_client`), when the service runs with security.curve."""
+        keys = keys or self.curve_client
+        if keys and self.server_key:
+            sock.curve_publickey, sock.curve_secretkey = keys
+            sock.curve_serverkey = self.server_key.encode()
 
     def run_cli(self, *args, timeout=30):
         return subprocess.run(

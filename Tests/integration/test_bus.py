@@ -9,7 +9,7 @@ import zmq
 from conftest import Service, drink
 
 
-def publisher(service, hwm=0):
+def publisher(service, hwm=0, keys=None):
     """A pyzmq PUB connected to the ingest endpoint.
 
     A PUB drops at its own send high-water mark (pyzmq's default is 1000) when
@@ -19,6 +19,7 @@ def publisher(service, hwm=0):
     pub = service.context.socket(zmq.PUB)
     pub.setsockopt(zmq.LINGER, 5000)
     pub.setsockopt(zmq.SNDHWM, hwm)
+    service.secure(pub, keys)
     pub.connect(service.endpoints["ingest"][0])
     # Slow joiner: probe until a message comes back stored.
     probe = drink(mg=1, offset_s=-10 * 86400)
@@ -31,7 +32,7 @@ def publisher(service, hwm=0):
     raise AssertionError("publisher never got through")
 
 
-def subscriber(service, topics=(b"",), hwm=None):
+def subscriber(service, topics=(b"",), hwm=None, keys=None):
     sub = service.context.socket(zmq.SUB)
     sub.setsockopt(zmq.LINGER, 0)
     sub.setsockopt(zmq.RCVTIMEO, 10000)
@@ -42,6 +43,7 @@ def subscriber(service, topics=(b"",), hwm=None):
     probe_only = b"" not in topics and b"heartbeat" not in topics
     if probe_only:
         sub.setsockopt(zmq.SUBSCRIBE, b"heartbeat")
+    service.secure(sub, keys)
     sub.connect(service.endpoints["updates"][0])
     # Probe: heartbeats flow every 0.2 s, so the first one proves the link.
     deadline = time.time() + 10

@@ -1,6 +1,7 @@
 import CoffeeDomain
 import CoffeeLogging
 import Foundation
+import ZeroMQ
 
 /// Reads the JSON configuration file strictly: an unknown key, a wrong type
 /// or an impossible value stops start-up with a message naming the key.
@@ -44,6 +45,7 @@ public enum ConfigurationLoader {
             top, "",
             allowed: [
                 "dataDirectory", "inboxDirectory", "ingest", "updates", "query", "model", "publish", "store", "limits", "log",
+                "security",
             ])
         if let v = try reader.string(top, "dataDirectory") { c.dataDirectory = v }
         if let v = try reader.string(top, "inboxDirectory") { c.inboxDirectory = v }
@@ -52,7 +54,7 @@ public enum ConfigurationLoader {
 
         if let s = try reader.section(top, "ingest", allowed: ["bind", "connect", "receiveHighWaterMark"]) {
             if let v = try reader.endpoints(s, "ingest.bind") { c.ingestBind = v }
-            if let v = try reader.endpoints(s, "ingest.connect") { c.ingestConnect = v }
+            if let v = try reader.connectEntries(s, "ingest.connect") { c.ingestConnect = v }
             if let v = try reader.int(s, "ingest.receiveHighWaterMark", min: 0) { c.ingestReceiveHighWaterMark = v }
         }
         if let s = try reader.section(top, "updates", allowed: ["bind", "sendHighWaterMark"]) {
@@ -101,6 +103,19 @@ public enum ConfigurationLoader {
                     throw reader.fail("log.format", "must be text or json, got \"\(v)\"")
                 }
                 c.logFormat = format
+            }
+        }
+        if let s = try reader.section(top, "security", allowed: ["curve", "allowPlaintextRemote"]) {
+            if let v = try reader.bool(s, "security.allowPlaintextRemote") { c.allowPlaintextRemote = v }
+            if let curve = try reader.section(s, "security.curve", allowed: ["secretKeyFile", "clientsDirectory"]) {
+                guard let secret = try reader.string(curve, "security.curve.secretKeyFile") else {
+                    throw reader.fail("security.curve.secretKeyFile", "is required with security.curve")
+                }
+                guard let clients = try reader.string(curve, "security.curve.clientsDirectory") else {
+                    throw reader.fail("security.curve.clientsDirectory", "is required with security.curve")
+                }
+                c.curveSecretKeyFile = resolve(secret, folder)
+                c.curveClientsDirectory = resolve(clients, folder)
             }
         }
         return c
@@ -183,6 +198,43 @@ public enum ConfigurationLoader {
             guard v == v.rounded(), abs(v) < 9e15 else { throw fail(path, "must be a whole number, got \(v)") }
             guard Int(v) >= min else { throw fail(path, "must be >= \(min), got \(Int(v))") }
             return Int(v)
+        }
+
+        func bool(_ object: Object, _ path: String) throws -> Bool? {
+            guard let raw = value(object, path) else { return nil }
+            guard case .bool(let b) = raw else { throw fail(path, "must be true or false") }
+            return b
+        }
+
+        /// `ingest.connect`: endpoint strings, or `{"endpoint", "serverKey"}` objects.
+        func connectEntries(_ object: Object, _ path: String) throws -> [ServiceConfiguration.ConnectEntry]? {
+            guard let raw = value(object, path) else { return nil }
+            guard case .array(let list) = raw else { throw fail(path, "must be an array of endpoints") }
+            return try list.enumerated().map { (i, item) in
+                let at = "\(path)[\(i)]"
+                switch item {
+                case .string(let s):
+                    return .init(endpoint: try endpoint(s, at))
+                case .object(let entry):
+                    try keys(entry, at + ".", allowed: ["endpoint", "serverKey"])
+                    guard let e = try string(entry, at + ".endpoint") else { throw fail(at + ".endpoint", "is required") }
+                    let key = try string(entry, at + ".serverKey")
+                    if let key, !CurveKeyPair.isKey(key) {
+                        throw fail(at + ".serverKey", "must be a 40-character Z85 public key, got \"\(key)\"")
+                    }
+                    return .init(endpoint: try endpoint(e, at + ".endpoint"), serverKey: key)
+                default:
+                    throw fail(at, "must be an endpoint string or {\"endpoint\", \"serverKey\"}")
+                }
+            }
+        }
+
+        private func endpoint(_ s: String, _ at: String) throws -> String {
+            let schemes = ["tcp://", "ipc://", "inproc://"]
+            guard schemes.contains(where: { s.hasPrefix($0) }), s.count > 6 else {
+                throw fail(at, "must be a ZeroMQ endpoint (tcp://host:port, ipc://path), got \"\(s)\"")
+            }
+            return s
         }
 
         func endpoints(_ object: Object, _ path: String) throws -> [String]? {

@@ -8,7 +8,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var dataDirectory: String = "data"
     public var inboxDirectory: String = "inbox"
     public var ingestBind: [String] = ["tcp://127.0.0.1:5555"]
-    public var ingestConnect: [String] = []
+    /// Publishers that bind, for the service to connect to.
+    public var ingestConnect: [ConnectEntry] = []
     /// Per-publisher receive queue; absorbs bursts while the store catches up.
     public var ingestReceiveHighWaterMark: Int = 200_000
     public var updatesBind: [String] = ["tcp://127.0.0.1:5556"]
@@ -27,8 +28,35 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var maxFileBytes: Int = 268_435_456
     public var logLevel: Logger.Level = .info
     public var logFormat: StderrLogHandler.Format = .text
+    /// `security.curve.secretKeyFile`: the service's own `.key_secret`; nil
+    /// for plaintext (loopback only, PROTOCOL.md §6).
+    public var curveSecretKeyFile: String?
+    /// `security.curve.clientsDirectory`: the admitted clients' `.key` files.
+    public var curveClientsDirectory: String?
+    /// `security.allowPlaintextRemote`: plaintext on addresses other than loopback.
+    public var allowPlaintextRemote = false
 
     public init() {}
+
+    /// An `ingest.connect` entry: a publisher's endpoint, and its public key
+    /// when the service connects as its CURVE client.
+    public struct ConnectEntry: Sendable, Equatable {
+        public var endpoint: String
+        public var serverKey: String?
+
+        public init(endpoint: String, serverKey: String? = nil) {
+            self.endpoint = endpoint
+            self.serverKey = serverKey
+        }
+    }
+
+    /// Every TCP endpoint bound or connected, with the key that names it.
+    public var tcpEndpoints: [(key: String, endpoint: String)] {
+        let all =
+            ingestBind.map { ("ingest.bind", $0) } + ingestConnect.map { ("ingest.connect", $0.endpoint) }
+            + updatesBind.map { ("updates.bind", $0) } + queryBind.map { ("query.bind", $0) }
+        return all.filter { $0.1.hasPrefix("tcp://") }.map { (key: $0.0, endpoint: $0.1) }
+    }
 
     public var storePath: String { (dataDirectory as NSString).appendingPathComponent("coffee-tracker.sqlite") }
     public var modelCachePath: String { (dataDirectory as NSString).appendingPathComponent("CoffeeTracker.plist") }

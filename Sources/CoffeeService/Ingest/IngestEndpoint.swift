@@ -19,12 +19,17 @@ public final class IngestEndpoint: Service {
     public struct Configuration: Sendable {
         /// Where to bind (`ingest.bind`); `tcp://host:*` picks a port.
         public var bind: [String] = ["tcp://127.0.0.1:5555"]
-        /// Publishers that bind, to connect to (`ingest.connect`).
-        public var connect: [String] = []
+        /// Publishers that bind, to connect to (`ingest.connect`); with a
+        /// `serverKey`, as their CURVE client with `clientKeys`.
+        public var connect: [ServiceConfiguration.ConnectEntry] = []
         /// ZeroMQ's receive queue (`ingest.receiveHighWaterMark`).
         public var receiveHighWaterMark = 200_000
         /// Larger messages are refused by the socket (`limits.maxMessageBytes`).
         public var maxMessageBytes = 1_048_576
+        /// The bound endpoints as a CURVE server (`security.curve`); nil for plaintext.
+        public var curve: CurveServerSettings?
+        /// The service's own key pair, for connects that carry a `serverKey`.
+        public var clientKeys: CurveKeyPair?
 
         public init() {}
     }
@@ -49,12 +54,16 @@ public final class IngestEndpoint: Service {
     private let endpoints = Mutex<[String]>([])
     private let logger = Logger(label: "ingest")
     private let warnings = RateLimiter(interval: 1)
+    /// The admitted clients, checked per message under CURVE (a key removed
+    /// by a reload keeps its connection until it reconnects).
+    private let registry: ClientRegistry?
 
     /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
     public init(
         configuration: Configuration, context: ZMQContext, store: HealthStore, decoder: BatchDecoder,
-        deadLetters: DeadLetterFile, counters: ServiceCounters, clock: any WallClock
+        deadLetters: DeadLetterFile, counters: ServiceCounters, clock: any WallClock, registry: ClientRegistry? = nil
     ) throws {
+        self.registry = registry
         self.configuration = configuration
         self.context = context
         self.store = store
@@ -73,21 +82,44 @@ public final class IngestEndpoint: Service {
     public func start() async throws {
         let (configuration, context, store, decoder, clock) = (configuration, context, store, decoder, clock)
         try await loop.start { [self] in
-            let socket = try ZMQSocket(context, .sub)
-            try socket.setReceiveHighWaterMark(Int32(clamping: configuration.receiveHighWaterMark))
-            try socket.setMaxMessageSize(Int64(configuration.maxMessageBytes))
-            try socket.setReconnect(intervalMs: 100, maxMs: 5000)
-            try socket.subscribe("drink.")
-            let bound = try socket.bind(all: configuration.bind)
+            func subscriber() throws -> ZMQSocket {
+                let socket = try ZMQSocket(context, .sub)
+                try socket.setReceiveHighWaterMark(Int32(clamping: configuration.receiveHighWaterMark))
+                try socket.setMaxMessageSize(Int64(configuration.maxMessageBytes))
+                try socket.setReconnect(intervalMs: 100, maxMs: 5000)
+                try socket.subscribe("drink.")
+                return socket
+            }
+            // Socket 0 binds (a CURVE server under security.curve, its
+            // messages checked against the clients directory); connects get
+            // sockets of their own: plaintext ones share one, and each
+            // publisher's server key needs its own CURVE client socket.
+            var sockets = [try subscriber()]
+            try sockets[0].secure(configuration.curve)
+            let bound = try sockets[0].bind(all: configuration.bind)
             self.endpoints.withLock { $0 = bound }
             for endpoint in bound { logger.info("ingest endpoint listening", ["endpoint": endpoint]) }
-            for endpoint in configuration.connect {
-                try socket.connect(endpoint)
-                logger.info("ingest connecting", ["endpoint": endpoint])
+            var plain: ZMQSocket?
+            for entry in configuration.connect {
+                let socket: ZMQSocket
+                if let serverKey = entry.serverKey, let keys = configuration.clientKeys {
+                    socket = try subscriber()
+                    try socket.setCurveClient(serverKey: serverKey, publicKey: keys.publicKey, secretKey: keys.secretKey)
+                    sockets.append(socket)
+                } else if let plain {
+                    socket = plain
+                } else {
+                    socket = try subscriber()
+                    plain = socket
+                    sockets.append(socket)
+                }
+                try socket.connect(entry.endpoint)
+                logger.info("ingest connecting", ["endpoint": entry.endpoint, "curve": entry.serverKey == nil ? "no" : "yes"])
             }
+            let authenticated = configuration.curve != nil
             return SocketLoop<Int>.Handler(
-                sockets: [socket],
-                readable: { _ in
+                sockets: sockets,
+                readable: { index in
                     if store.backlog > Self.maxBacklog {
                         // The store is behind: leave the messages in ZeroMQ's
                         // queue and sleep until its commits halve the backlog
@@ -95,7 +127,9 @@ public final class IngestEndpoint: Service {
                         store.waitForBacklog(below: Self.maxBacklog / 2, timeout: .milliseconds(100))
                         return
                     }
-                    self.readBatch(socket, decoder: decoder, now: clock.now(), store: store)
+                    self.readBatch(
+                        sockets[index], decoder: decoder, now: clock.now(), store: store,
+                        authenticated: authenticated && index == 0)
                 })
         }
     }
@@ -115,12 +149,19 @@ public final class IngestEndpoint: Service {
         case rejected(DeadLetterFile.Entry)
     }
 
-    private func readBatch(_ socket: ZMQSocket, decoder: BatchDecoder, now: Date, store: HealthStore) {
+    /// - Parameter authenticated: the socket is a CURVE server: each
+    ///   message's `User-Id` names its client, who must still be admitted.
+    private func readBatch(_ socket: ZMQSocket, decoder: BatchDecoder, now: Date, store: HealthStore, authenticated: Bool) {
+        let registry = authenticated ? self.registry : nil
         var batch = WriteBatch()
         var rejected: [DeadLetterFile.Entry] = []
         for _ in 0..<Self.messagesPerWake {
             // Decoded straight from ZeroMQ's buffers; only a rejected body is copied.
-            guard let outcome = try? socket.receive(dontWait: true, { Self.decode($0, decoder: decoder, now: now) }) else {
+            guard
+                let outcome = try? socket.receive(
+                    dontWait: true, userID: registry != nil,
+                    { frames, user in Self.decode(frames, decoder: decoder, now: now, client: user, registry: registry) })
+            else {
                 break
             }
             switch outcome {
@@ -150,14 +191,30 @@ public final class IngestEndpoint: Service {
     private static let deleteTopic = Array("drink.delete".utf8)
 
     /// One message's frames: (topic, body) as two frames or one "topic body".
-    private static func decode(_ frames: [UnsafeRawBufferPointer], decoder: BatchDecoder, now: Date) -> Outcome {
+    /// Under CURVE (`registry` set), `client` is its connection's `User-Id`;
+    /// a client no longer admitted (removed by a reload) is `unauthorized`,
+    /// and an admitted one's drinks default to `source` "bus:<name>".
+    private static func decode(
+        _ frames: [UnsafeRawBufferPointer], decoder: BatchDecoder, now: Date, client: String? = nil,
+        registry: ClientRegistry? = nil
+    ) -> Outcome {
         let (topic, body) = split(frames)
+        var source = "bus"
+        if let registry {
+            guard let client, let admitted = registry.client(named: client), admitted.roles.contains(.publish) else {
+                let topicText = topic.map { String(decoding: $0, as: UTF8.self) } ?? ""
+                let reason =
+                    "unauthorized: client \(client ?? "(none)") is not admitted to publish (its key was removed or its roles changed)"
+                return .rejected(.init(at: now, reason: reason, topic: topicText, body: Data(body)))
+            }
+            source = "bus:" + admitted.name
+        }
         do throws(ValidationError) {
             guard let topic else {
                 throw ValidationError(
                     rule: "message must be two frames (topic, body) or one frame \"topic body\"; got \(frames.count) frames")
             }
-            if topic.elementsEqual(addTopic) { return .drinks(try decoder.drinks(json: body, now: now, source: "bus")) }
+            if topic.elementsEqual(addTopic) { return .drinks(try decoder.drinks(json: body, now: now, source: source)) }
             if topic.elementsEqual(deleteTopic) { return .deletions(try decoder.deletions(json: body)) }
             throw ValidationError(
                 rule: "unknown topic \"\(String(decoding: topic.prefix(64), as: UTF8.self))\"; expected drink.add or drink.delete"

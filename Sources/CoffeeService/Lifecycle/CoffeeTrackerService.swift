@@ -4,7 +4,12 @@ import CoffeeLogging
 import CoffeeModel
 import Foundation
 import HealthStore
+import Synchronization
 import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `coffee-tracker serve`: the store, the model and the endpoints composed
 /// as one `ServiceGroup`, run until a signal, then drained (PROTOCOL.md §8).
@@ -41,13 +46,29 @@ public final class CoffeeTrackerService: Sendable {
         } catch {
             throw StartupError(description: "cannot create data directory \(c.dataDirectory): \(error.localizedDescription)")
         }
-        let parts = try makeParts()
+        let security: SecuritySetup
+        do {
+            security = try SecuritySetup.prepare(c)
+        } catch {
+            throw StartupError(description: "\(error)")
+        }
+        for warning in security.warnings { logger.warning("\(warning)") }
+        let parts = try makeParts(security)
         let group = ServiceGroup(services: parts.services)
         let signals = Task {
-            var iterator = stop.makeAsyncIterator()
-            let signal = await iterator.next()
+            // SIGHUP reloads; SIGINT, SIGTERM (or the stream's end) drain.
+            var last: Int32?
+            for await signal in stop {
+                if Task.isCancelled { return }
+                if signal == SIGHUP {
+                    reload(security)
+                    continue
+                }
+                last = signal
+                break
+            }
             if Task.isCancelled { return }
-            logger.notice("draining", ["signal": signal.map(SignalStream.name) ?? "end of input"])
+            logger.notice("draining", ["signal": last.map(SignalStream.name) ?? "end of input"])
             group.triggerGracefulShutdown()
         }
         defer { signals.cancel() }
@@ -73,9 +94,24 @@ public final class CoffeeTrackerService: Sendable {
             ])
     }
 
+    /// SIGHUP: the clients directory is read again; a bad certificate keeps
+    /// the old list and says why.
+    private func reload(_ security: SecuritySetup) {
+        guard let registry = security.registry else {
+            logger.notice("SIGHUP: nothing to reload (no security.curve)")
+            return
+        }
+        do {
+            let count = try registry.reload()
+            logger.notice("reloaded the clients directory", ["clients": "\(count)", "directory": registry.directory])
+        } catch {
+            logger.error("could not reload the clients directory; keeping the old list", ["error": "\(error)"])
+        }
+    }
+
     /// Every part, in start order. The store opens last here, so that
     /// nothing after it can fail and leave it open outside the group.
-    private func makeParts() throws -> Parts {
+    private func makeParts(_ security: SecuritySetup) throws -> Parts {
         let c = configuration
         let context = ZMQContext()
         let validator = DrinkValidator(limits: c.limits)
@@ -89,6 +125,7 @@ public final class CoffeeTrackerService: Sendable {
             updates.bind = c.updatesBind
             updates.sendHighWaterMark = c.updatesSendHighWaterMark
             updates.heartbeatInterval = .milliseconds(Int64(c.heartbeatIntervalS * 1000))
+            updates.curve = security.server("updates")
             let broadcaster = try Broadcaster(configuration: updates, context: context, store: store, counters: counters)
 
             let modelService = ModelService(
@@ -101,9 +138,10 @@ public final class CoffeeTrackerService: Sendable {
             var queryConfiguration = QueryEndpoint.Configuration()
             queryConfiguration.bind = c.queryBind
             queryConfiguration.maxMessageBytes = c.maxMessageBytes
+            queryConfiguration.curve = security.server("query")
             let handler = QueryHandler(
                 store: store, model: model, controller: controller, validator: validator, counters: counters, clock: clock,
-                maxMessageBytes: c.maxMessageBytes)
+                maxMessageBytes: c.maxMessageBytes, registry: security.registry)
             let query = try QueryEndpoint(configuration: queryConfiguration, context: context, handler: handler)
 
             var ingestConfiguration = IngestEndpoint.Configuration()
@@ -111,9 +149,12 @@ public final class CoffeeTrackerService: Sendable {
             ingestConfiguration.connect = c.ingestConnect
             ingestConfiguration.receiveHighWaterMark = c.ingestReceiveHighWaterMark
             ingestConfiguration.maxMessageBytes = c.maxMessageBytes
+            ingestConfiguration.curve = security.server("ingest")
+            ingestConfiguration.clientKeys = security.keys
             let ingest = try IngestEndpoint(
                 configuration: ingestConfiguration, context: context, store: store, decoder: BatchDecoder(validator: validator),
-                deadLetters: DeadLetterFile(path: c.deadLetterPath), counters: counters, clock: clock)
+                deadLetters: DeadLetterFile(path: c.deadLetterPath), counters: counters, clock: clock,
+                registry: security.registry)
 
             var inboxConfiguration = InboxImporter.Configuration(inbox: URL(fileURLWithPath: c.inboxDirectory))
             inboxConfiguration.maxFileBytes = c.maxFileBytes
@@ -121,9 +162,10 @@ public final class CoffeeTrackerService: Sendable {
                 configuration: inboxConfiguration, parser: InboxFileParser(decoder: BatchDecoder(validator: validator)),
                 store: store, counters: counters, clock: clock)
 
+            let zap = try security.registry.map { try ZAPHandler(context: context, registry: $0, counters: counters) }
             return Parts(
-                store: store, cache: cache, broadcaster: broadcaster, model: model, modelService: modelService, query: query,
-                ingest: ingest, inbox: InboxService(importer: importer))
+                store: store, cache: cache, zap: zap, broadcaster: broadcaster, model: model, modelService: modelService,
+                query: query, ingest: ingest, inbox: InboxService(importer: importer), serverKey: security.keys?.publicKey)
         }
     }
 
@@ -131,14 +173,20 @@ public final class CoffeeTrackerService: Sendable {
     private struct Parts: Sendable {
         let store: HealthStore
         let cache: CoffeeDataStore
+        /// The ZAP handler, under `security.curve`: up before any endpoint binds.
+        let zap: ZAPHandler?
         let broadcaster: Broadcaster
         let model: CoffeeData
         let modelService: ModelService
         let query: QueryEndpoint
         let ingest: IngestEndpoint
         let inbox: InboxService
+        /// The service's public key under CURVE, for `endpoints.json`.
+        let serverKey: String?
 
-        var services: [any Service] { [store, cache, broadcaster, modelService, query, ingest, inbox] }
+        var services: [any Service] {
+            [store, cache] + (zap.map { [$0] } ?? []) + [broadcaster, modelService, query, ingest, inbox]
+        }
     }
 
     /// `<data>/endpoints.json`: the endpoints really bound, so that clients
@@ -148,6 +196,7 @@ public final class CoffeeTrackerService: Sendable {
             ("ingest", .array(parts.ingest.boundEndpoints.map { .string($0) })),
             ("updates", .array(parts.broadcaster.boundEndpoints.map { .string($0) })),
             ("query", .array(parts.query.boundEndpoints.map { .string($0) })),
+            ("serverKey", parts.serverKey.map { .string($0) } ?? .null),
             ("pid", .int(Int64(ProcessInfo.processInfo.processIdentifier))),
         ])
         do {

@@ -21,6 +21,9 @@ public final class QueryEndpoint: Service {
         public var maxMessageBytes = 1_048_576
         /// How long a shutdown waits for requests in flight.
         public var grace: Duration = .seconds(3)
+        /// A CURVE server under `security.curve`; nil for plaintext. Each
+        /// request then carries its client's name to the handler.
+        public var curve: CurveServerSettings?
 
         public init() {}
     }
@@ -63,6 +66,7 @@ public final class QueryEndpoint: Service {
             try socket.setSendHighWaterMark(100_000)
             try socket.setReceiveHighWaterMark(100_000)
             try socket.setLinger(ms: 1000)
+            try socket.secure(configuration.curve)
             let bound = try socket.bind(all: configuration.bind)
             self.endpoints.withLock { $0 = bound }
             for endpoint in bound { logger.info("query endpoint listening", ["endpoint": endpoint]) }
@@ -70,13 +74,19 @@ public final class QueryEndpoint: Service {
                 sockets: [socket],
                 readable: { _ in
                     // Up to a batch per wake-up, so replies are never starved.
+                    let authenticated = configuration.curve != nil
                     for _ in 0..<512 {
-                        guard let frames = try? socket.receive(dontWait: true), let body = frames.last else { break }
+                        guard
+                            let (frames, client) = try? socket.receive(
+                                dontWait: true, userID: authenticated, { frames, user in (frames.map { Data($0) }, user) }),
+                            let body = frames.last
+                        else { break }
                         let envelope = Array(frames.dropLast())
                         self.inFlight.add(1, ordering: .relaxed)
                         let draining = self.draining.load(ordering: .relaxed)
+                        let caller: QueryHandler.Caller = authenticated ? .client(client ?? "") : .local
                         Task {
-                            let reply = await handler.handle(body, draining: draining)
+                            let reply = await handler.handle(body, draining: draining, caller: caller)
                             mailbox.post(Reply(envelope: envelope, body: reply))
                         }
                     }

@@ -19,14 +19,25 @@ public struct QueryHandler: Sendable {
     let counters: ServiceCounters
     /// `limits.maxMessageBytes`: larger requests get `too_large`.
     let maxMessageBytes: Int
+    /// The admitted clients under CURVE: each op needs its role.
+    let registry: ClientRegistry?
+
+    /// Who sent a request.
+    public enum Caller: Sendable {
+        /// Plaintext: on this machine, trusted.
+        case local
+        /// Through CURVE: the client's name (ZeroMQ's `User-Id`).
+        case client(String)
+    }
     private let logger = Logger(label: "query")
 
     var caffeine: CaffeineModel { model.model }
 
     public init(
         store: HealthStore, model: CoffeeData, controller: HealthKitController? = nil, validator: DrinkValidator,
-        counters: ServiceCounters, clock: any WallClock, maxMessageBytes: Int = 1_048_576
+        counters: ServiceCounters, clock: any WallClock, maxMessageBytes: Int = 1_048_576, registry: ClientRegistry? = nil
     ) {
+        self.registry = registry
         self.store = store
         self.model = model
         self.controller = controller
@@ -39,10 +50,10 @@ public struct QueryHandler: Sendable {
     /// The reply to `body`.
     ///
     /// - Parameter draining: the service is shutting down: the request gets `unavailable`.
-    public func handle(_ body: Data, draining: Bool = false) async -> Data {
+    public func handle(_ body: Data, draining: Bool = false, caller: Caller = .local) async -> Data {
         ServiceCounters.bump(counters.requests)
         do {
-            return try await reply(to: body, draining: draining).data()
+            return try await reply(to: body, draining: draining, caller: caller).data()
         } catch let error as QueryError {
             return error.json.data()
         } catch let error as StoreError where error.isAnchorExpired {
@@ -55,7 +66,7 @@ public struct QueryHandler: Sendable {
         }
     }
 
-    func reply(to body: Data, draining: Bool = false) async throws -> JSONValue {
+    func reply(to body: Data, draining: Bool = false, caller: Caller = .local) async throws -> JSONValue {
         guard body.count <= maxMessageBytes else {
             throw QueryError(.tooLarge, "request is \(body.count) bytes; limits.maxMessageBytes is \(maxMessageBytes)")
         }
@@ -74,6 +85,7 @@ public struct QueryHandler: Sendable {
         case .absent: throw QueryError(.badRequest, "op is required", field: "op")
         case .wrongType: throw QueryError(.badRequest, "op must be a string", field: "op")
         }
+        try authorize(op, caller)
         switch op {
         case "ping": return .object([("ok", true), ("anchor", .int(await store.anchor))])
         case "changes": return try await changes(request)
@@ -192,6 +204,19 @@ public struct QueryHandler: Sendable {
     func count(_ result: WriteResult) {
         ServiceCounters.bump(counters.stored, by: result.added + result.deleted + result.unknown)
         ServiceCounters.bump(counters.duplicates, by: result.duplicates)
+    }
+
+    /// Under CURVE, an op needs its role: `write` for add and delete, `read`
+    /// for the rest; a client whose key a reload removed has neither.
+    private func authorize(_ op: String, _ caller: Caller) throws {
+        guard let registry, case .client(let name) = caller else { return }
+        let needed: Role = op == "add" || op == "delete" ? .write : .read
+        guard let client = registry.client(named: name) else {
+            throw QueryError(.forbidden, "client \(name) is no longer admitted (its key was removed from the clients directory)")
+        }
+        guard client.roles.contains(needed) else {
+            throw QueryError(.forbidden, "client \(name) lacks the \(needed.rawValue) role that \(op) needs")
+        }
     }
 
     func stats() async -> JSONValue {

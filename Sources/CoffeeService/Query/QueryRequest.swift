@@ -38,6 +38,7 @@ public struct QueryError: Error, Sendable {
         case anchorExpired = "anchor_expired"
         case tooLarge = "too_large"
         case unavailable
+        case forbidden
         case `internal`
     }
 

@@ -29,6 +29,8 @@ public final class Broadcaster: Service {
         public var queueCapacity = 100_000
         /// How long a shutdown waits for queued messages to be sent.
         public var drainTimeout: Duration = .seconds(30)
+        /// A CURVE server under `security.curve`; nil for plaintext.
+        public var curve: CurveServerSettings?
 
         public init() {}
     }
@@ -84,6 +86,7 @@ public final class Broadcaster: Service {
             // per topic), so `stats.subscribers` counts each subscription.
             try socket.setXPubVerboser(true)
             try socket.setLinger(ms: 500)
+            try socket.secure(configuration.curve)
             let bound = try socket.bind(all: configuration.bind)
             self.endpoints.withLock { $0 = bound }
             for endpoint in bound { logger.info("updates endpoint listening", ["endpoint": endpoint]) }

@@ -8,6 +8,10 @@ enum ClientCommands {
           --config FILE      find the service through this configuration
           --query ENDPOINT   the query endpoint (default: from the configuration)
           --timeout SECONDS  how long to wait for an answer (default 5)
+          --key FILE         this client's secret certificate (NAME.key_secret), when
+                             the service runs with security.curve
+          --server-key KEY   the service's public key (default: endpoints.json
+                             through --config)
           --json             print the raw JSON reply
           -h, --help         show this help
         """
@@ -50,7 +54,10 @@ enum ClientCommands {
     static func run(_ command: String, _ words: [String]) throws -> Int32 {
         let args = try Arguments(
             words,
-            valued: ["config", "query", "timeout", "type", "mg", "date", "uuid", "version", "source", "since", "limit", "at"],
+            valued: [
+                "config", "query", "timeout", "type", "mg", "date", "uuid", "version", "source", "since", "limit", "at", "key",
+                "server-key",
+            ],
             switches: ["help", "json"])
         if args.has("help") {
             print(help[command]! + "\n\nOptions:\n" + common)
@@ -59,7 +66,9 @@ enum ClientCommands {
         let configuration = try loadConfiguration(args["config"])
         let endpoint = args["query"] ?? EndpointDiscovery.endpoints(configuration).query
         let timeout = try args["timeout"].map { try number($0, "--timeout") } ?? 5
-        let client = try QueryClient(endpoint: endpoint, timeout: timeout)
+        let curve = try ClientCurve.from(
+            keyFile: args["key"], serverKey: args["server-key"], discovered: EndpointDiscovery.serverKey(configuration))
+        let client = try QueryClient(endpoint: endpoint, timeout: timeout, curve: curve)
 
         switch command {
         case "add":

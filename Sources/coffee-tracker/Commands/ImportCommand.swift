@@ -11,6 +11,7 @@ import HealthStore
 enum ImportCommand {
     static let help = """
         Usage: coffee-tracker import FILE... [--config FILE] [--query ENDPOINT] [--timeout SECONDS]
+                                             [--key FILE] [--server-key KEY]
 
         Imports exported files (.json, .jsonl/.ndjson, .plist — the watch app's
         CoffeeTracker.plist as it is) through the running service's query
@@ -20,13 +21,16 @@ enum ImportCommand {
         durable commit; importing the same file again adds nothing. A progress
         bar shows on a terminal; a summary follows (added, duplicates, deleted,
         time). Without a running service it refuses, naming the endpoint.
+        --timeout is how long each chunk may take (default 30 s). Under
+        security.curve, --key names this client's secret certificate and
+        --server-key the service's public key (default: endpoints.json).
         """
 
     /// Drinks per request: well below limits.maxMessageBytes for any valid drink.
     static let chunk = 2000
 
     static func run(_ words: [String]) throws -> Int32 {
-        let args = try Arguments(words, valued: ["config", "query", "timeout"], switches: ["help"])
+        let args = try Arguments(words, valued: ["config", "query", "timeout", "key", "server-key"], switches: ["help"])
         if args.has("help") {
             print(help)
             return 0
@@ -35,7 +39,9 @@ enum ImportCommand {
         let configuration = try loadConfiguration(args["config"])
         let endpoint = args["query"] ?? EndpointDiscovery.endpoints(configuration).query
         let timeout = args["timeout"].flatMap(Double.init) ?? 30
-        let client = try QueryClient(endpoint: endpoint, timeout: timeout)
+        let curve = try ClientCurve.from(
+            keyFile: args["key"], serverKey: args["server-key"], discovered: EndpointDiscovery.serverKey(configuration))
+        let client = try QueryClient(endpoint: endpoint, timeout: timeout, curve: curve)
         do {
             _ = try client.call(.object([("op", "ping")]))
         } catch {

@@ -1,27 +1,93 @@
+import Foundation
+import Syscall
 import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 enum KeygenCommand {
     static let help = """
-        Usage: coffee-tracker keygen
+        Usage: coffee-tracker keygen NAME [--name CLIENT] [--roles ROLES]
 
-        Prints a new CURVE key pair in Z85 (40 characters each), for the
-        security settings of PROTOCOL.md §6: the public key goes on the other
-        side's allow-list, the secret key stays with its owner.
+        Makes a CURVE key pair (PROTOCOL.md §6) and writes it as ZeroMQ
+        certificates, the files CZMQ's zcert and pyzmq's zmq.auth write:
+
+          NAME.key          the public certificate: give it to the other side
+                            (a client's goes into the service's clients
+                            directory, security.curve.clientsDirectory)
+          NAME.key_secret   the secret certificate, mode 0600: it stays with
+                            its owner (the service's is security.curve.secretKeyFile;
+                            a client passes its own as --key)
+
+        NAME may be a path (keys/server). Existing files are never overwritten.
+        Prints the public key.
+
+        Options:
+          --name CLIENT   the name in the certificate's metadata (default: the
+                          file name); drinks from this client get the source
+                          "bus:CLIENT" or "query:CLIENT"
+          --roles ROLES   comma-separated roles for a client certificate:
+                          publish, subscribe, read, write (default: all four)
+          -h, --help      show this help
         """
 
     static func run(_ words: [String]) throws -> Int32 {
-        let args = try Arguments(words, valued: [], switches: ["help"])
+        let args = try Arguments(words, valued: ["name", "roles"], switches: ["help"])
         if args.has("help") {
             print(help)
             return 0
+        }
+        guard args.positional.count == 1, let base = args.positional.first else {
+            throw Arguments.UsageError(
+                description: "keygen needs one NAME, the path of the files to write (NAME.key, NAME.key_secret)")
         }
         guard ZMQContext.hasCurve else {
             printError("coffee-tracker keygen: this libzmq (\(ZMQContext.version)) was built without CURVE")
             return 1
         }
+        var metadata = ["name": args["name"] ?? (base as NSString).lastPathComponent]
+        if let roles = args["roles"] {
+            let known = ["publish", "subscribe", "read", "write"]
+            for role in roles.split(separator: ",") where !known.contains(String(role)) {
+                throw Arguments.UsageError(
+                    description: "--roles: unknown role \"\(role)\"; the roles are \(known.joined(separator: ", "))")
+            }
+            metadata["roles"] = roles
+        }
         let pair = try CurveKeyPair.generate()
-        print("public: \(pair.publicKey)")
-        print("secret: \(pair.secretKey)")
+        let certificate = CurveCertificate(publicKey: pair.publicKey, secretKey: pair.secretKey, metadata: metadata)
+        do {
+            try write(certificate.text(secret: true), to: base + ".key_secret", mode: 0o600)
+            try write(certificate.text(secret: false), to: base + ".key", mode: 0o644)
+        } catch {
+            printError("coffee-tracker keygen: \(error)")
+            return 1
+        }
+        print(pair.publicKey)
         return 0
     }
+
+    /// Creates `path` with `mode` (never replacing a file), writes and syncs it.
+    private static func write(_ text: String, to path: String, mode: mode_t) throws {
+        let fd: Int32
+        do {
+            fd = try Syscall.call("open", path) { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) }
+        } catch {
+            if error.errno == EEXIST { throw KeygenError(description: "\(path) exists already; keygen never overwrites a key") }
+            throw error
+        }
+        defer { Syscall.close(fd) }
+        try Syscall.call("fchmod", path) { fchmod(fd, mode) }  // the umask does not loosen or tighten it
+        var failure: SystemCallError?
+        Array(text.utf8).withUnsafeBytes { bytes in
+            do throws(SystemCallError) { try Syscall.writeAll(fd, bytes, detail: path) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        try Syscall.call("fsync", path) { fsync(fd) }
+    }
+}
+
+struct KeygenError: Error, CustomStringConvertible {
+    let description: String
 }

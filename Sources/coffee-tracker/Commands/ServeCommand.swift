@@ -13,7 +13,8 @@ enum ServeCommand {
         Runs the service in the foreground: the ingest subscriber, the update
         publisher, the query endpoint and the anchored store. SIGINT or SIGTERM
         drains it: input stops, held work is committed, the last model is
-        published, sockets close, and it exits 0.
+        published, sockets close, and it exits 0. SIGHUP re-reads the clients
+        directory of security.curve. Files it creates are private (umask 077).
 
         Options:
           --config FILE   configuration (default config/coffee-tracker.json when it
@@ -42,7 +43,9 @@ enum ServeCommand {
         }
         LoggingSystem.shared.configure(
             level: configuration.logLevel, handler: StderrLogHandler(format: configuration.logFormat))
-        let signals = SignalStream.make([SIGINT, SIGTERM])
+        // Everything the service creates is private to its user (PROTOCOL.md §6).
+        umask(0o077)
+        let signals = SignalStream.make([SIGINT, SIGTERM, SIGHUP])
         let service = CoffeeTrackerService(configuration: configuration)
         do {
             try await service.run(until: signals)

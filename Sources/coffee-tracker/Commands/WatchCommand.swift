@@ -19,10 +19,13 @@ enum WatchCommand {
         message: "TOPIC JSON".
           --count N          stop after N messages
           --timeout SECONDS  fail if nothing (not even a heartbeat) arrives in time (default 5)
+          --key FILE         this client's secret certificate, under security.curve
+          --server-key KEY   the service's public key (default: endpoints.json via --config)
         """
 
     static func run(_ words: [String]) throws -> Int32 {
-        let args = try Arguments(words, valued: ["config", "updates", "query", "count", "timeout"], switches: ["help"])
+        let args = try Arguments(
+            words, valued: ["config", "updates", "query", "count", "timeout", "key", "server-key"], switches: ["help"])
         if args.has("help") {
             print(help)
             return 0
@@ -33,9 +36,12 @@ enum WatchCommand {
         let limit = args["count"].flatMap { Int($0) } ?? Int.max
         let timeoutMs = Int((args["timeout"].flatMap { Double($0) } ?? 5) * 1000)
         let context = ZMQContext()
+        let curve = try ClientCurve.from(
+            keyFile: args["key"], serverKey: args["server-key"], discovered: EndpointDiscovery.serverKey(configuration))
         let socket = try ZMQSocket(context, .sub)
         defer { socket.close() }
         try socket.setLinger(ms: 0)
+        try socket.secure(curve)
         try socket.subscribe("")
         try socket.connect(endpoint)
         let tty = isatty(1) != 0
@@ -46,7 +52,7 @@ enum WatchCommand {
             // Subscribe first, then ask for the state (the Clone pattern), so
             // the view starts complete and nothing between is missed.
             let query = args["query"] ?? discovered.query
-            if let client = try? QueryClient(endpoint: query, timeout: 2),
+            if let client = try? QueryClient(endpoint: query, timeout: 2, curve: curve),
                 let reply = try? client.call(.object([("op", "model")])), reply["ok"] as? Bool == true
             {
                 lastModel = reply

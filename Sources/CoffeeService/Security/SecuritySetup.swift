@@ -1,0 +1,113 @@
+import Foundation
+import Syscall
+import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The security settings (PROTOCOL.md §6) checked and loaded before
+/// anything starts: the service's own key pair and the admitted clients
+/// under CURVE, or the assurance that plaintext stays on this machine.
+public struct SecuritySetup: Sendable {
+    /// The service's own key pair; nil for plaintext.
+    public var keys: CurveKeyPair?
+    /// The admitted clients; nil for plaintext.
+    public var registry: ClientRegistry?
+    /// What start-up should say at warning (plaintext allowed across hosts).
+    public var warnings: [String] = []
+
+    /// A setting that stops start-up, saying what to do.
+    public struct Refusal: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public var isCurve: Bool { keys != nil }
+
+    /// The endpoint's CURVE server settings, or nil for plaintext.
+    public func server(_ domain: String) -> CurveServerSettings? {
+        keys.map { CurveServerSettings(secretKey: $0.secretKey, domain: domain) }
+    }
+
+    /// Checks and loads `configuration`'s security.
+    ///
+    /// - Throws: `Refusal` for a plaintext TCP address that is not loopback
+    ///   (unless allowed), a secret key that others can read or that cannot
+    ///   be used, or a clients directory with a bad certificate.
+    public static func prepare(_ configuration: ServiceConfiguration) throws -> SecuritySetup {
+        var setup = SecuritySetup()
+        if let secretFile = configuration.curveSecretKeyFile, let clients = configuration.curveClientsDirectory {
+            guard ZMQContext.hasCurve else {
+                throw Refusal(
+                    description: "security.curve is set, but this libzmq (\(ZMQContext.version)) was built without CURVE")
+            }
+            setup.keys = try secretKey(secretFile)
+            do {
+                setup.registry = try ClientRegistry(directory: clients)
+            } catch {
+                throw Refusal(description: error.description)
+            }
+        }
+        // Plaintext is for one machine: every endpoint without CURVE (all of
+        // them without security.curve, and connects without a serverKey).
+        var plaintext = configuration.ingestConnect.filter { !setup.isCurve || $0.serverKey == nil }.map {
+            (key: "ingest.connect", endpoint: $0.endpoint)
+        }
+        if !setup.isCurve {
+            plaintext += configuration.tcpEndpoints.filter { $0.key != "ingest.connect" }
+        }
+        for (key, endpoint) in plaintext where endpoint.hasPrefix("tcp://") && !isLoopback(endpoint) {
+            if configuration.allowPlaintextRemote {
+                setup.warnings.append(
+                    "\(key) \(endpoint) is not a loopback address and speaks plaintext: anyone who can reach it can read and change this store (security.allowPlaintextRemote is true)"
+                )
+            } else {
+                throw Refusal(
+                    description:
+                        "\(key) \(endpoint) is not a loopback address, and without CURVE the service speaks plaintext, for one machine only. Set security.curve (PROTOCOL.md §6), or security.allowPlaintextRemote: true to accept plaintext across the network"
+                )
+            }
+        }
+        return setup
+    }
+
+    /// The service's key pair from its secret certificate, which must be
+    /// private (as ssh refuses a key others can read).
+    static func secretKey(_ path: String) throws -> CurveKeyPair {
+        var info = stat()
+        do {
+            try Syscall.call("stat", path) { stat(path, &info) }
+        } catch {
+            throw Refusal(description: "security.curve.secretKeyFile \(path) cannot be used: \(error)")
+        }
+        let mode = info.st_mode & 0o777
+        guard mode & 0o077 == 0 else {
+            throw Refusal(
+                description:
+                    "security.curve.secretKeyFile \(path) is readable by group or others (mode \(String(mode, radix: 8))): a secret key must be private; chmod 600 \(path)"
+            )
+        }
+        let certificate: CurveCertificate
+        do {
+            certificate = try CurveCertificate.load(path: path)
+        } catch {
+            throw Refusal(description: error.description)
+        }
+        guard let secret = certificate.secretKey, let pair = CurveKeyPair(secretKey: secret) else {
+            throw Refusal(
+                description:
+                    "security.curve.secretKeyFile \(path) holds no secret-key: name the .key_secret file, not the public .key")
+        }
+        return pair
+    }
+
+    /// Whether a `tcp://host:port` endpoint is on loopback (127.0.0.0/8, ::1, localhost).
+    static func isLoopback(_ endpoint: String) -> Bool {
+        var rest = endpoint.dropFirst("tcp://".count)
+        if let semicolon = rest.lastIndex(of: ";") { rest = rest[rest.index(after: semicolon)...] }  // source;destination
+        guard let colon = rest.lastIndex(of: ":") else { return false }
+        var host = rest[..<colon]
+        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+        return host == "localhost" || host == "::1" || host == "lo" || host.hasPrefix("127.")
+    }
+}
