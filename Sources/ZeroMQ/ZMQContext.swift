@@ -48,10 +48,13 @@ public struct CurveKeyPair: Sendable, Equatable {
     }
 
     /// Whether `text` is a CURVE key in Z85: 40 characters that decode to 32 bytes.
-    public static func isKey(_ text: String) -> Bool {
-        guard text.utf8.count == 40 else { return false }
+    public static func isKey(_ text: String) -> Bool { binary(text) != nil }
+
+    /// The 32 bytes of a Z85 key, or nil when it is not one.
+    public static func binary(_ text: String) -> [UInt8]? {
+        guard text.utf8.count == 40 else { return nil }
         var bytes = [UInt8](repeating: 0, count: 32)
-        return zmq_z85_decode(&bytes, text) != nil
+        return zmq_z85_decode(&bytes, text) != nil ? bytes : nil
     }
 
     /// The Z85 text of a 32-byte binary key (as a ZAP request carries it).

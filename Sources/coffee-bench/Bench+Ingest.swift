@@ -19,8 +19,10 @@ extension Bench {
         var lost: Int64
     }
 
-    func ingest(events: Int, perMessage: Int) throws -> Ingest {
-        try live("ingest") { s, subs, pub, base in try ingest(s, subs[0], pub, base, events: events, perMessage: perMessage) }
+    func ingest(events: Int, perMessage: Int, curve: Bool = false) throws -> Ingest {
+        try live("ingest", curve: curve) { s, subs, pub, base in
+            try ingest(s, subs[0], pub, base, events: events, perMessage: perMessage)
+        }
     }
 
     private func ingest(_ s: ServiceProcess, _ sub: ZMQSocket, _ pub: ZMQSocket, _ base: Int64, events: Int, perMessage: Int)
@@ -35,7 +37,7 @@ extension Bench {
         for body in bodies { try pub.send([topic, body]) }
         let t1 = try waitForAnchor(sub, base + Int64(events))
         let cpu = s.cpuSeconds - cpu0
-        let stored = try BenchClient(endpoint: s.endpoints["query"]![0]).ping() - base
+        let stored = try s.client().ping() - base
         return Ingest(
             eventsPerSecond: Double(events) / (t1 - t0), cpuPer100k: cpu / Double(events) * 100_000,
             rssMB: s.memory.rss, lost: Int64(events) - stored)

@@ -20,8 +20,8 @@ extension Bench {
         var cpuPercent: Double
     }
 
-    func steady(rate: Double, seconds: Double, recent: Bool = false) throws -> Steady {
-        try live("latency") { s, subs, pub, base in
+    func steady(rate: Double, seconds: Double, recent: Bool = false, curve: Bool = false) throws -> Steady {
+        try live("latency", curve: curve) { s, subs, pub, base in
             let cpu0 = s.cpuSeconds
             let t0 = now()
             let sender = PacedSender(pub, count: Int(rate * seconds), rate: rate, recent: recent)

@@ -88,8 +88,9 @@ struct Bench {
         let pub = try ZMQSocket(context, .pub)
         try pub.setSendHighWaterMark(0)
         try pub.setLinger(ms: 2000)
+        try pub.secure(s.clientCurve)
         try pub.connect(s.endpoints["ingest"]![0])
-        let client = try BenchClient(endpoint: s.endpoints["query"]![0])
+        let client = try s.client()
         let before = try client.ping()
         let probe = Bodies.drink()
         let started = now()
@@ -107,6 +108,7 @@ struct Bench {
         try sub.setReceiveHighWaterMark(0)
         try sub.setLinger(ms: 0)
         for t in topics + ["heartbeat"] { try sub.subscribe(t) }
+        try sub.secure(s.clientCurve)
         try sub.connect(s.endpoints["updates"]![0])
         let started = now()
         while now() - started < 10 {
@@ -167,14 +169,14 @@ struct Bench {
     /// A service with a `changes` subscriber and a publisher past the
     /// slow-joiner window, and the anchor before the measurement; all closed after `body`.
     func live<T>(
-        _ name: String, subscribers: Int = 1,
+        _ name: String, subscribers: Int = 1, curve: Bool = false,
         _ body: (ServiceProcess, [ZMQSocket], ZMQSocket, Int64) throws -> T
     ) throws -> T {
         // Earlier runs leave tens of megabytes of dirty pages; their
         // write-back would otherwise land in this run's fsyncs (a full bench
         // once showed p99 136 ms at 1k/s where a run alone shows 1.5 ms).
         sync()
-        let s = try ServiceProcess(binary: binary, folder: folder(name))
+        let s = try ServiceProcess(binary: binary, folder: folder(name), curve: curve)
         try s.start()
         defer {
             s.stop()
@@ -186,7 +188,7 @@ struct Bench {
             pub.close()
             for sub in subs { sub.close() }
         }
-        let base = try BenchClient(endpoint: s.endpoints["query"]![0]).ping()
+        let base = try s.client().ping()
         return try body(s, subs, pub, base)
     }
 }

@@ -1,4 +1,5 @@
 import CoffeeDomain
+import CoffeeService
 import Foundation
 import ZeroMQ
 
@@ -7,9 +8,10 @@ final class BenchClient {
     let context = ZMQContext()
     let socket: ZMQSocket
 
-    init(endpoint: String) throws {
+    init(endpoint: String, curve: ClientCurve? = nil) throws {
         socket = try ZMQSocket(context, .dealer)
         try socket.setLinger(ms: 0)
+        try socket.secure(curve)
         try socket.connect(endpoint)
     }
 

@@ -80,11 +80,16 @@ struct BenchMain {
                 var ratios: [Double] = []
                 var paired: [Double] = []
                 var ceilingCPU: [Double] = []
+                var curveResults: [Bench.Ingest] = []
                 for run in 1...runs {
                     progress("bus ingest, \(label), run \(run) of \(runs) (ceiling, service, raw libzmq)")
                     let c = try await ceilingNow()
                     let r = try bench.ingest(events: events, perMessage: perMessage)
                     results.append(r)
+                    if perMessage == 1 {
+                        progress("bus ingest, \(label) under CURVE, run \(run) of \(runs)")
+                        curveResults.append(try bench.ingest(events: events, perMessage: perMessage, curve: true))
+                    }
                     paired.append(c.eventsPerSecond)
                     ceilingCPU.append(c.cpuPer100k)
                     ratios.append(r.eventsPerSecond / c.eventsPerSecond)
@@ -121,6 +126,13 @@ struct BenchMain {
                             baselineName: "store alone, CPU per 100k", ratio: cpu / storeCPU, target: "<= 1.2", pass: cpu <= 1.2))
                     report(Row(figure: "  store alone, CPU per 100k events", value: storeCPU, unit: "s", target: "-"))
                     report(Row(figure: "RSS after ingest", value: median(results.map(\.rssMB)), unit: "MB", target: "-"))
+                    let curveRate = median(curveResults.map(\.eventsPerSecond))
+                    let curveLost = curveResults.map(\.lost).max() ?? 0
+                    report(
+                        Row(
+                            figure: "  the same under CURVE (security.curve)", value: curveRate, unit: "events/s", baseline: rate,
+                            baselineName: "bus ingest, plaintext", ratio: curveRate / rate, target: ">= 0.70 of plaintext",
+                            pass: curveRate / rate >= 0.7 && curveLost == 0))
                 }
                 report(Row(figure: "  events lost (\(label))", value: Double(lost), unit: "events", target: "0", pass: lost == 0))
             }
@@ -160,6 +172,17 @@ struct BenchMain {
                             figure: "CPU at 1000 events/s", value: cpu, unit: "% core", baseline: floor,
                             baselineName: "1000 fdatasyncs/s alone", ratio: cpu / floor, target: "<= 10", pass: cpu <= 10))
                     report(Row(figure: "  1000 write+fdatasync/s alone (floor)", value: floor, unit: "% core", target: "-"))
+                    var curveRuns: [Bench.Steady] = []
+                    for run in 1...runs {
+                        progress("latency at 1000/s under CURVE, run \(run) of \(runs)")
+                        curveRuns.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5, curve: true))
+                    }
+                    let p99c = median(curveRuns.map(\.p99Ms))
+                    report(
+                        Row(
+                            figure: "  p99 at 1000/s under CURVE", value: p99c, unit: "ms", baseline: p99,
+                            baselineName: "p99 plaintext", ratio: p99c / p99, target: "<= plaintext + 0.5 ms",
+                            pass: p99c <= p99 + 0.5))
                     // The same load with every drink in the model's 24-hour window (and its cache).
                     var inWindow: [Bench.Steady] = []
                     for run in 1...runs {

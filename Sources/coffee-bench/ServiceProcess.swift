@@ -1,5 +1,7 @@
+import CoffeeService
 import Foundation
 import Syscall
+import ZeroMQ
 
 #if canImport(Glibc)
     import Glibc
@@ -13,16 +15,38 @@ final class ServiceProcess {
     let binary: String
     var endpoints: [String: [String]] = [:]
 
-    init(binary: String, folder: URL, extra: String = "") throws {
+    /// The harness's CURVE client settings when the service runs with
+    /// `security.curve` (`curve: true`); nil for plaintext.
+    private(set) var clientCurve: ClientCurve?
+
+    init(binary: String, folder: URL, extra: String = "", curve: Bool = false) throws {
         self.binary = binary
         self.folder = folder
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let f = folder.path
+        var security = ""
+        if curve {
+            // A server key and one admitted client (every role): the harness.
+            let server = try CurveKeyPair.generate()
+            let client = try CurveKeyPair.generate()
+            let clients = folder.appendingPathComponent("clients")
+            try FileManager.default.createDirectory(at: clients, withIntermediateDirectories: true)
+            let secretPath = folder.appendingPathComponent("server.key_secret").path
+            try Data(CurveCertificate(publicKey: server.publicKey, secretKey: server.secretKey).text(secret: true).utf8)
+                .write(to: URL(fileURLWithPath: secretPath))
+            try Syscall.call("chmod", secretPath) { chmod(secretPath, 0o600) }
+            try Data(CurveCertificate(publicKey: client.publicKey, metadata: ["name": "bench"]).text(secret: false).utf8)
+                .write(to: clients.appendingPathComponent("bench.key"))
+            security = """
+                , "security": {"curve": {"secretKeyFile": "server.key_secret", "clientsDirectory": "clients"}}
+                """
+            clientCurve = ClientCurve(serverKey: server.publicKey, keys: client)
+        }
         let config = """
             {"dataDirectory": "data", "inboxDirectory": "inbox",
              "ingest": {"bind": ["ipc://\(f)/in"]}, "updates": {"bind": ["ipc://\(f)/up"]},
              "query": {"bind": ["ipc://\(f)/q"]}, "model": {"timeZone": "UTC"},
-             "log": {"level": "warning"}\(extra)}
+             "log": {"level": "warning"}\(extra)\(security)}
             """
         try Data(config.utf8).write(to: folder.appendingPathComponent("config.json"))
     }
@@ -31,6 +55,9 @@ final class ServiceProcess {
     var data: URL { folder.appendingPathComponent("data") }
     var inbox: URL { folder.appendingPathComponent("inbox") }
     var pid: Int32 { process.processIdentifier }
+
+    /// A query client of this service (CURVE when it runs with it).
+    func client() throws -> BenchClient { try BenchClient(endpoint: endpoints["query"]![0], curve: clientCurve) }
 
     /// Starts it and returns the seconds from exec to the first `ping` reply.
     @discardableResult
@@ -41,7 +68,7 @@ final class ServiceProcess {
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         let started = Date()
         try process.run()
-        let client = try BenchClient(endpoint: "ipc://\(folder.path)/q")
+        let client = try BenchClient(endpoint: "ipc://\(folder.path)/q", curve: clientCurve)
         while true {
             if (try? client.ping()) != nil { break }
             guard process.isRunning, Date().timeIntervalSince(started) < 60 else { throw BenchError("service did not start") }

@@ -280,3 +280,33 @@ def test_files_the_service_creates_are_private(folder):
     assert stat.S_IMODE(os.stat(s.data).st_mode) == 0o700
     for name in ("coffee-tracker.sqlite", "endpoints.json", "rejected.jsonl", "CoffeeTracker.plist"):
         assert stat.S_IMODE(os.stat(s.data / name).st_mode) == 0o600, name
+
+
+def test_the_service_is_the_curve_client_of_a_publisher_that_binds(folder):
+    """ingest.connect {"endpoint", "serverKey"}: the publisher is a CURVE
+    server with its own key, and the service connects with its own pair."""
+    sec = Secured(folder)
+    ctx = zmq.Context.instance()
+    pub = ctx.socket(zmq.PUB)
+    pub.setsockopt(zmq.LINGER, 1000)
+    pub_public, pub_secret = zmq.curve_keypair()
+    pub.curve_secretkey = pub_secret
+    pub.curve_server = True
+    endpoint = f"ipc://{folder}/publisher.sock"
+    pub.bind(endpoint)
+    config = json.loads(sec.service.config_path.read_text())
+    config["ingest"]["connect"] = [{"endpoint": endpoint, "serverKey": pub_public.decode()}]
+    sec.service.config_path.write_text(json.dumps(config))
+    s = sec.start()
+    try:
+        d = drink()
+        deadline = time.time() + 10
+        while time.time() < deadline and s.request({"op": "ping"})["anchor"] == 0:
+            pub.send_multipart([b"drink.add", json.dumps(d).encode()])
+            time.sleep(0.02)
+        added, _, _, _ = s.all_changes()
+        assert [a["uuid"] for a in added] == [d["uuid"]]
+        assert added[0]["source"] == "bus"
+    finally:
+        s.stop()
+        pub.close()

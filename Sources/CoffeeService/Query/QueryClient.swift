@@ -71,6 +71,11 @@ public struct ClientCurve: Sendable {
     public var serverKey: String
     public var keys: CurveKeyPair
 
+    public init(serverKey: String, keys: CurveKeyPair) {
+        self.serverKey = serverKey
+        self.keys = keys
+    }
+
     /// What a command's `--key` and `--server-key` (or the key the service
     /// published in `endpoints.json`) come to: nil for plaintext.
     ///
