@@ -109,8 +109,11 @@ def test_admitted_keys_work_on_each_endpoint_and_everyone_else_gets_nothing(secu
     # query: admin has every role; the reader may read but not write.
     assert s.request({"op": "ping"})["ok"]
     assert s.request({"op": "changes", "anchor": None})["ok"]
-    reply = s.request({"op": "add", "drinks": [drink()]})
+    d = drink()
+    reply = s.request({"op": "add", "drinks": [d]})
     assert reply["ok"], reply
+    stored = [x for x in s.request({"op": "changes", "anchor": None})["added"] if x["uuid"] == d["uuid"]]
+    assert stored[0]["source"] == "query:admin"
     s.curve_client = keys(secured.reader)
     assert s.request({"op": "ping"})["ok"]
     forbidden = s.request({"op": "add", "drinks": [drink()]})
@@ -215,6 +218,10 @@ def test_cli_clients_take_a_key_and_find_the_server_key_through_the_config(secur
     p = subprocess.run([BINARY, "status", "--query", s.query_endpoint, "--key", str(secured.admin),
                         "--server-key", s.server_key, "--json"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 0, p.stderr
+    p = s.run_cli("watch", "--count", "1", "--key", str(secured.admin))
+    assert p.returncode == 0 and p.stdout.split(" ")[0] in ("heartbeat", "model", "changes"), p.stderr
+    p = s.run_cli("watch", "--count", "1", "--timeout", "1", "--key", str(secured.reader))  # no subscribe role
+    assert p.returncode == 1 and "nothing from" in p.stderr
 
 
 def test_keygen_writes_certificates_pyzmq_reads_and_a_private_secret(folder):

@@ -90,7 +90,7 @@ public struct QueryHandler: Sendable {
         case "ping": return .object([("ok", true), ("anchor", .int(await store.anchor))])
         case "changes": return try await changes(request)
         case "model": return try await modelReply(request)
-        case "add": return try await add(request)
+        case "add": return try await add(request, caller: caller)
         case "delete": return try await delete(request)
         case "stats": return await stats()
         default:
@@ -156,14 +156,21 @@ public struct QueryHandler: Sendable {
         return .object([("ok", true)] + WireFormat.members(snapshot))
     }
 
-    func add(_ request: QueryRequest) async throws -> JSONValue {
+    /// - Parameter caller: a CURVE client's drinks default to the source
+    ///   "query:<client name>" (PROTOCOL.md §6).
+    func add(_ request: QueryRequest, caller: Caller = .local) async throws -> JSONValue {
+        let source: String
+        switch caller {
+        case .local: source = "query"
+        case .client(let name): source = "query:" + name
+        }
         guard case .value(let items) = request.drinks else {
             throw QueryError(.badRequest, "drinks must be an array of drink objects", field: "drinks")
         }
         ServiceCounters.bump(counters.received, by: items.count)
         let now = clock.now()
         let drinks = try validated(items) { input throws(ValidationError) in
-            try validator.drink(from: input, now: now, defaultSource: "query")
+            try validator.drink(from: input, now: now, defaultSource: source)
         }
         let result = try await store.save(drinks)
         count(result)
