@@ -4,7 +4,7 @@ CONFIG ?= config/coffee-tracker.json
 APT_PACKAGES := libzmq3-dev libsqlite3-dev pkg-config
 PY_PACKAGES := pyzmq pytest pytest-timeout
 
-.PHONY: all deps build release run test lint format unit integration bench clean
+.PHONY: all deps build release run test lint format unit integration bench soak tsan fuzz clean
 
 all: build
 
@@ -51,6 +51,16 @@ integration: build
 ## Benchmarks (never part of `make test`): release build, real processes, loopback.
 bench: release
 	.build/release/coffee-bench --out bench/results.json
+
+## The Swift tests under ThreadSanitizer (never part of `make test`: a separate build, minutes).
+tsan: deps
+	$(SWIFT) build --build-tests --sanitize=thread --build-path .build/tsan
+	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --skip-build --sanitize=thread --build-path .build/tsan < /dev/null
+
+## SIGKILL during mixed bus, query and inbox load, ROUNDS times (default 50), with the checks.
+ROUNDS ?= 50
+soak: release
+	python3 Tests/soak/soak.py --binary .build/release/coffee-tracker --rounds $(ROUNDS)
 
 clean:
 	$(SWIFT) package clean

@@ -7,8 +7,19 @@ import Foundation
 /// `JSONDecoder` took about 7 µs for one small drink object on this machine,
 /// most of the ingest thread's time, because each optional field that did not
 /// decode threw an error; this reader builds the few values a drink has and
-/// nothing else. Duplicate keys are kept; readers of an object take the last.
+/// nothing else. An object that gives a key twice is refused, naming the
+/// key (PROTOCOL.md §2: which of the two was meant cannot be known); the
+/// configuration file is read with `duplicateKeys: .keep` so that its own
+/// error can name the key's path.
 public enum JSONReader {
+    /// What to do about an object that gives a key twice.
+    public enum DuplicateKeys: Sendable {
+        /// A syntax error naming the key (the default).
+        case refuse
+        /// Keep both; readers of the object take the last.
+        case keep
+    }
+
     /// Arrays and objects nested deeper than this are refused, so hostile
     /// input cannot exhaust the stack.
     public static let maxDepth = 128
@@ -22,13 +33,18 @@ public enum JSONReader {
     }
 
     /// The one JSON value `data` holds (whitespace around it is allowed).
-    public static func parse(_ data: Data) throws(SyntaxError) -> JSONValue {
-        try data.withUnsafeBytes { raw in Result { () throws(SyntaxError) in try parse(raw) } }.get()
+    public static func parse(_ data: Data, duplicateKeys: DuplicateKeys = .refuse) throws(SyntaxError) -> JSONValue {
+        try data.withUnsafeBytes { raw in
+            Result { () throws(SyntaxError) in try parse(raw, duplicateKeys: duplicateKeys) }
+        }.get()
     }
 
     /// The one JSON value in `bytes`, read in place.
-    public static func parse(_ bytes: UnsafeRawBufferPointer) throws(SyntaxError) -> JSONValue {
+    public static func parse(_ bytes: UnsafeRawBufferPointer, duplicateKeys: DuplicateKeys = .refuse) throws(SyntaxError)
+        -> JSONValue
+    {
         var parser = Parser(bytes: bytes.bindMemory(to: UInt8.self))
+        parser.refuseDuplicates = duplicateKeys == .refuse
         return try parser.document()
     }
 
@@ -80,10 +96,8 @@ public enum JSONReader {
         /// the call, and reads its value (exactly one).
         public mutating func members(_ member: (JSONKey, inout Cursor) throws(SyntaxError) -> Void) throws(SyntaxError) {
             guard peek() == UInt8(ascii: "{") else { throw parser.fail("expected an object") }
-            try parser.members { (p: inout Parser) throws(SyntaxError) in
-                try p.named { (key: JSONKey, p: inout Parser) throws(SyntaxError) in
-                    try Cursor.lend(&p) { (c: inout Cursor) throws(SyntaxError) in try member(key, &c) }
-                }
+            try parser.members { (key: JSONKey, p: inout Parser) throws(SyntaxError) in
+                try Cursor.lend(&p) { (c: inout Cursor) throws(SyntaxError) in try member(key, &c) }
             }
         }
 
@@ -105,6 +119,7 @@ public enum JSONReader {
         let bytes: UnsafeBufferPointer<UInt8>
         var i = 0
         var depth = 0
+        var refuseDuplicates = true
 
         init(bytes: UnsafeBufferPointer<UInt8>) {
             self.bytes = bytes
@@ -172,10 +187,8 @@ public enum JSONReader {
 
         mutating func object() throws(SyntaxError) -> JSONValue {
             var read: [(String, JSONValue)] = []
-            try members { (p: inout Parser) throws(SyntaxError) in
-                let key = try p.string()
-                try p.colon()
-                read.append((key, try p.value()))
+            try members { (key: JSONKey, p: inout Parser) throws(SyntaxError) in
+                read.append((String(decoding: key.bytes, as: UTF8.self), try p.value()))
             }
             return .object(read)
         }
@@ -184,37 +197,46 @@ public enum JSONReader {
         /// in place (no `String` unless it has escapes or non-ASCII bytes).
         mutating func object<T: JSONObjectInput>(_: T.Type) throws(SyntaxError) -> T {
             var input = T()
-            try members { (p: inout Parser) throws(SyntaxError) in
-                try p.named { (key: JSONKey, p: inout Parser) throws(SyntaxError) in input.take(key, try p.value()) }
-            }
+            try members { (key: JSONKey, p: inout Parser) throws(SyntaxError) in input.take(key, try p.value()) }
             return input
         }
 
-        /// One member, from its name's opening quote: the name (in place
-        /// when plain), the colon, then `body` reads the value.
-        mutating func named(_ body: (JSONKey, inout Parser) throws(SyntaxError) -> Void) throws(SyntaxError) {
-            if let name = plainName() {
-                try colon()
-                try body(JSONKey(bytes: name), &self)
-                return
-            }
-            var name = try string()
-            try colon()
-            var failure: SyntaxError?
-            name.withUTF8 { bytes in
-                do throws(SyntaxError) { try body(JSONKey(bytes: bytes), &self) } catch { failure = error }
-            }
-            if let failure { throw failure }
-        }
-
-        /// The members of an object, from its opening brace; `member` reads
-        /// one, from its name's opening quote.
-        mutating func members(_ member: (inout Parser) throws(SyntaxError) -> Void) throws(SyntaxError) {
+        /// The members of an object, from its opening brace: each name (in
+        /// place when plain) and its colon are read here, a name given
+        /// twice is refused, and `member` reads the value.
+        mutating func members(_ member: (JSONKey, inout Parser) throws(SyntaxError) -> Void) throws(SyntaxError) {
+            var seen = SeenNames()
             try elements(closing: "}", in: "object") { (p: inout Parser) throws(SyntaxError) in
                 p.skipWhitespace()
                 guard p.peek == UInt8(ascii: "\"") else { throw p.fail("expected a member name in quotes") }
-                try member(&p)
+                let start = p.i
+                if let name = p.plainName() {
+                    try p.colon()
+                    if p.refuseDuplicates, !seen.insert(name, text: p.bytes, inText: true) {
+                        throw p.duplicate(name, at: start)
+                    }
+                    try member(JSONKey(bytes: name), &p)
+                    return
+                }
+                var name = try p.string()
+                try p.colon()
+                var failure: SyntaxError?
+                name.withUTF8 { bytes in
+                    do throws(SyntaxError) {
+                        if p.refuseDuplicates, !seen.insert(bytes, text: p.bytes, inText: false) {
+                            throw p.duplicate(bytes, at: start)
+                        }
+                        try member(JSONKey(bytes: bytes), &p)
+                    } catch {
+                        failure = error
+                    }
+                }
+                if let failure { throw failure }
             }
+        }
+
+        func duplicate(_ name: UnsafeBufferPointer<UInt8>, at offset: Int) -> SyntaxError {
+            fail("key \"\(String(decoding: name.prefix(64), as: UTF8.self))\" is given twice", at: offset)
         }
 
         mutating func colon() throws(SyntaxError) {
@@ -401,6 +423,40 @@ public enum JSONReader {
         static func show(_ b: UInt8) -> String {
             (0x21..<0x7F).contains(b) ? "'\(Character(Unicode.Scalar(b)))'" : "byte 0x\(String(b, radix: 16))"
         }
+    }
+}
+
+/// The member names of one object read so far, to refuse one given twice:
+/// names in the input are kept as ranges of it (nothing copied for the few
+/// names of a bus object); past 32 names, a set, so a hostile object of many
+/// keys costs no more than reading it.
+private struct SeenNames {
+    /// Names that lie in the text, as ranges of it.
+    private var ranges: [Range<Int>] = []
+    /// Names decoded from escapes.
+    private var copies: [[UInt8]] = []
+    private var large: Set<[UInt8]>?
+
+    /// Adds `name`; false when it was there already. `inText`: `name` lies
+    /// in `text` (remembered as a range) rather than in a decoded copy.
+    mutating func insert(_ name: UnsafeBufferPointer<UInt8>, text: UnsafeBufferPointer<UInt8>, inText: Bool) -> Bool {
+        if large != nil { return large!.insert(Array(name)).inserted }
+        for range in ranges where range.count == name.count {
+            if name.isEmpty || memcmp(text.baseAddress! + range.lowerBound, name.baseAddress!, name.count) == 0 {
+                return false
+            }
+        }
+        for copy in copies where copy.count == name.count && copy.elementsEqual(name) { return false }
+        if inText, let start = name.baseAddress, let base = text.baseAddress {
+            let offset = start - base
+            ranges.append(offset..<(offset + name.count))
+        } else {
+            copies.append(Array(name))
+        }
+        if ranges.count + copies.count > 32 {
+            large = Set(copies + ranges.map { Array(text.extracting($0)) })
+        }
+        return true
     }
 }
 

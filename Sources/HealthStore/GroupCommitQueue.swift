@@ -69,6 +69,12 @@ struct GroupCommitQueue<Waiter> {
         return Commit(entries: entries, scheduleAnother: commitScheduled)
     }
 
+    /// Puts `entries` back at the front, in their order: batches held through
+    /// a storage fault commit first, before anything queued after them.
+    mutating func putBack(_ entries: [Entry]) {
+        pending.insert(contentsOf: entries, at: 0)
+    }
+
     /// What to do about a commit of `entries` that failed.
     func commitFailed(_ entries: [Entry]) -> FailureAction {
         entries.count == 1 ? .fail(entries[0]) : .retryEachAlone(entries)

@@ -17,9 +17,12 @@ extension HealthStore {
     /// completion, not by hopping back onto the store's thread, so that
     /// nothing but the commit's own order keeps a reply behind it (and a
     /// test that holds a COMMIT sees a reply made too early).
+    ///
+    /// - Throws: `StoreError.unavailable` in a storage fault (disk full,
+    ///   I/O error, read-only file system): nothing of the batch was stored.
     public nonisolated func apply(_ batch: WriteBatch) async throws -> WriteResult {
         try await withCheckedThrowingContinuation { continuation in
-            submit(batch) { continuation.resume(with: $0) }
+            submit(batch, holdOnFault: false) { continuation.resume(with: $0) }
         }
     }
 
@@ -36,13 +39,18 @@ extension HealthStore {
     /// the bus, which must not wait one commit per message.
     ///
     /// Batches submitted from one thread are committed in the order submitted.
+    ///
+    /// - Parameter holdOnFault: in a storage fault, hold the batch and retry
+    ///   it until it commits (the default: the bus has taken it and has no
+    ///   one to tell); false fails it at once with `StoreError.unavailable`.
     public nonisolated func submit(
-        _ batch: WriteBatch, completion: @escaping @Sendable (Result<WriteResult, any Error>) -> Void
+        _ batch: WriteBatch, holdOnFault: Bool = true,
+        completion: @escaping @Sendable (Result<WriteResult, any Error>) -> Void
     ) {
         let count = batch.count
         let backlog = self.backlogCount
         backlog.add(count)
-        let waiter = Waiter(batch: batch) { result in
+        let waiter = Waiter(batch: batch, holdOnFault: holdOnFault) { result in
             backlog.remove(count)
             completion(result)
         }
@@ -83,11 +91,18 @@ extension HealthStore {
     /// publish every commit before the store closes.
     public func commitPending() {
         takeSubmitted()
-        repeat { commitNext() } while !queue.isEmpty
+        while !queue.isEmpty && fault == nil { commitNext() }
     }
 
     private func enqueue(_ waiter: Waiter) {
         guard db != nil else { return waiter.completion(.failure(StoreError.closed)) }
+        if let fault {
+            // Faulted: a caller who can be told is told now; the bus's batch
+            // waits, in order, for the retry that finds the store writable.
+            guard waiter.holdOnFault else { return waiter.completion(.failure(StoreError.unavailable(fault))) }
+            _ = queue.enqueue(changes: waiter.batch.count, waiter: waiter)
+            return
+        }
         if queue.enqueue(changes: waiter.batch.count, waiter: waiter) == .scheduleCommit {
             scheduleCommit()
         }
@@ -100,9 +115,11 @@ extension HealthStore {
     }
 
     /// Commits what `GroupCommitQueue` takes next, in one transaction.
-    private func commitNext() {
+    /// In a storage fault the batches are held or failed (`enterFault`) and
+    /// nothing more is scheduled until a retry succeeds.
+    func commitNext() {
         let commit = queue.nextCommit()
-        if commit.scheduleAnother { scheduleCommit() }
+        if commit.scheduleAnother && fault == nil { scheduleCommit() }
         let work = commit.entries.map(\.waiter)
         guard !work.isEmpty else { return }
         guard let db else {
@@ -124,8 +141,19 @@ extension HealthStore {
                 result.anchor = currentAnchor
                 item.completion(.success(result))
             }
+            if fault != nil { leaveFault() }
         } catch {
             currentAnchor = previous
+            if let reason = Self.storageFault(error) {
+                enterFault(reason)
+                // Held batches go back to the front, in order; the others are told.
+                let held = commit.entries.filter(\.waiter.holdOnFault)
+                for entry in commit.entries where !entry.waiter.holdOnFault {
+                    entry.waiter.completion(.failure(StoreError.unavailable(reason)))
+                }
+                queue.putBack(held)
+                return
+            }
             switch queue.commitFailed(commit.entries) {
             case .fail(let entry):
                 logger.error("commit failed", ["error": "\(error)", "changes": "\(entry.changes)"])
@@ -162,8 +190,11 @@ extension HealthStore {
     /// - Parameter next: called on the store's thread until it returns nil;
     ///   what it throws (a validation error, say) rolls everything back and
     ///   is rethrown.
+    ///
+    /// - Throws: `StoreError.unavailable` in a storage fault (nothing stored).
     public func applyStream(_ next: @Sendable () throws -> WriteBatch?) throws -> WriteResult {
         guard let db else { throw StoreError.closed }
+        if let fault { throw StoreError.unavailable(fault) }
         commitPending()  // whatever was queued before commits first, in order
         let previous = currentAnchor
         var changes = CommitChanges()
@@ -179,6 +210,13 @@ extension HealthStore {
                 }
                 try statements.setMeta("anchor", changes.anchor ?? previous)
             }
+        } catch {
+            currentAnchor = previous
+            if let reason = Self.storageFault(error) {
+                enterFault(reason)
+                throw StoreError.unavailable(reason)
+            }
+            throw error
         }
         finishCommit(from: previous, changes: changes)
         total.anchor = currentAnchor

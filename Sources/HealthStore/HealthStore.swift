@@ -30,6 +30,8 @@ public actor HealthStore {
         public var purgeInterval: Duration
         /// What the purge timer sleeps on: injected so that tests drive it.
         public var timerClock: any Clock<Duration>
+        /// How often a store in a storage fault tries to write again.
+        public var faultRetryInterval: Duration = .seconds(1)
 
         public init(
             path: String, tombstoneRetention: TimeInterval = 30 * 86_400, clock: any WallClock = SystemClock(),
@@ -62,8 +64,16 @@ public actor HealthStore {
     /// A batch waiting for its commit, and who to tell.
     struct Waiter: Sendable {
         var batch: WriteBatch
+        /// Through a storage fault the batch is held and retried (the bus,
+        /// which has already taken it) rather than failed at once with
+        /// `StoreError.unavailable` (a caller who can be told, and retry).
+        var holdOnFault = false
         var completion: @Sendable (Result<WriteResult, any Error>) -> Void
     }
+    /// Why the store cannot write now, while it cannot (`HealthStore+Faults.swift`).
+    var fault: String?
+    nonisolated let faulted = Atomic<Bool>(false)
+    var recoveryWaiters: [CheckedContinuation<Void, Never>] = []
     var queue = GroupCommitQueue<Waiter>(changeLimit: HealthStore.announceLimit)
     var observers: [CommitObserver] = []
 

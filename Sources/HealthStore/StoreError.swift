@@ -8,6 +8,7 @@ public struct StoreError: Error, CustomStringConvertible, Sendable, Equatable {
         case newerSchema
         case io
         case inUse
+        case unavailable
     }
 
     let code: Code
@@ -39,7 +40,14 @@ public struct StoreError: Error, CustomStringConvertible, Sendable, Equatable {
             message: "\(path) is in use by another process (another coffee-tracker serve on the same data directory?)")
     }
 
+    /// The store cannot write now (disk full, I/O error, read-only file
+    /// system); nothing of the batch was stored.
+    public static func unavailable(_ reason: String) -> StoreError {
+        StoreError(code: .unavailable, message: "the store cannot write now (\(reason)); nothing was stored, try again later")
+    }
+
     public var isAnchorExpired: Bool { code == .anchorExpired }
+    public var isUnavailable: Bool { code == .unavailable }
     public var isClosed: Bool { code == .closed }
     public var isCorrupt: Bool { code == .corrupt }
     public var isNewerSchema: Bool { code == .newerSchema }

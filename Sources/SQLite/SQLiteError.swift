@@ -14,6 +14,11 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     public var isCorruption: Bool { code & 0xFF == 11 || code & 0xFF == 26 }
     /// SQLITE_BUSY or SQLITE_LOCKED: another connection holds the lock.
     public var isBusy: Bool { code & 0xFF == 5 || code & 0xFF == 6 }
+    /// The storage refused a write: SQLITE_FULL (disk or quota full),
+    /// SQLITE_IOERR (an I/O error), SQLITE_READONLY (a read-only file
+    /// system) or SQLITE_CANTOPEN (a journal or WAL file cannot be made).
+    /// A state to wait out, not a property of the data written.
+    public var isStorageFault: Bool { [13, 10, 8, 14].contains(code & 0xFF) }
 
     public var description: String { "\(context): \(message) (SQLite code \(code))" }
 }

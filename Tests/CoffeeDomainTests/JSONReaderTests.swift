@@ -17,7 +17,6 @@ struct JSONReaderTests {
         ("\"caf\u{e9} \u{1F600}\"", .string("café 😀")),
         (#"9223372036854775807"#, .int(.max)),
         (#"9223372036854775808"#, .double(9_223_372_036_854_775_808)),
-        (#"{"a":1,"a":2}"#, .object([("a", .int(1)), ("a", .int(2))])),
         ("\u{FEFF}{\"bom\":0}", .object([("bom", .int(0))])),
         (#"0"#, .int(0)),
         (#"-0.0"#, .double(-0.0)),
@@ -59,6 +58,31 @@ struct JSONReaderTests {
         #expect(
             (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)) == nil
                 || foundationAccepts.contains(text))
+    }
+
+    /// A key given twice is refused, naming the key, wherever the names
+    /// lie (in place, escaped, past the set's threshold); the configuration
+    /// file's reading keeps both so that its error can name the key's path.
+    @Test func aKeyGivenTwiceIsRefusedNamingIt() throws {
+        let cases: [(String, String, Int)] = [
+            (#"{"a":1,"a":2}"#, "a", 7),
+            (#"{"op":"ping","op":"stats"}"#, "op", 13),
+            (#"{"uuid":1,"u\u0075id":2}"#, "uuid", 10),
+            (#"{"x":{"a":1},"y":{"a":2},"a":{"b":1,"b":2}}"#, "b", 36),
+            (#"{"caf\u00e9":1,"café":2}"#, "café", 15),
+            (#"{"":1,"":2}"#, "", 6),
+        ]
+        for (text, key, offset) in cases {
+            #expect(throws: JSONReader.SyntaxError(message: "key \"\(key)\" is given twice", offset: offset), "\(text)") {
+                try JSONReader.parse(Data(text.utf8))
+            }
+        }
+        // Many names: past 32 the names go into a set, and a repeat is still found.
+        let many = (0..<100).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
+        #expect(try JSONReader.parse(Data("{\(many)}".utf8))[member: "k99"] == .int(99))
+        #expect(throws: JSONReader.SyntaxError.self) { try JSONReader.parse(Data("{\(many),\"k7\":0}".utf8)) }
+        // Kept on request: the last one counts.
+        #expect(try JSONReader.parse(Data(#"{"a":1,"a":2}"#.utf8), duplicateKeys: .keep)[member: "a"] == .int(2))
     }
 
     @Test func refusesInvalidUTF8InStringsAndSaysWhere() {
@@ -178,16 +202,14 @@ struct JSONReaderTests {
     }
 
     /// Member names are compared as bytes in place; names with escapes or
-    /// non-ASCII bytes are decoded first, and the last of a repeated name
-    /// wins, as `JSONValue[member:]` has it.
+    /// non-ASCII bytes are decoded first. A name given twice is refused by
+    /// the cursor with the tree reader's error, at the same byte.
     @Test func objectsReadNamesAsTheTreeDoes() throws {
         let uuid = "6B1A4C2E-8F3D-4E5A-9B7C-1D2E3F4A5B6C"
         let texts = [
-            #"{"uuid":"nope","mgCaffeine":95,"date":"2026-11-29T08:00:00Z","uuid":"\#(uuid)"}"#,
             #"{"u\u0075id":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00Z"}"#,
             #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00Z","caf\#u{e9}":1,"type":"blackTea"}"#,
             #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00Z","":0,"uuidx":"x","uui":"y"}"#,
-            #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00Z","mgCaffeine":"x"}"#,
         ]
         for text in texts {
             let tree = DrinkInput(json: try JSONReader.parse(Data(text.utf8)))
@@ -195,11 +217,19 @@ struct JSONReaderTests {
                 try Self.streamed(DrinkInput.self, text).map(Self.outcome) == [Self.outcome(tree), Self.outcome(tree)], "\(text)")
         }
         let read = try texts.map { try Self.streamed(DrinkInput.self, $0)[0] }
-        #expect(Self.outcome(read[0]).hasPrefix("Drink("))  // the second uuid won
-        #expect(Self.outcome(read[1]).hasPrefix("Drink("))  // an escaped name is still "uuid"
-        #expect(Self.outcome(read[2]).contains("blackTea"))  // a non-ASCII name is read and ignored
-        #expect(Self.outcome(read[3]).hasPrefix("Drink("))  // names that only start like a field are not it
-        #expect(Self.outcome(read[4]).contains("mgCaffeine"))  // the second mgCaffeine won, and is wrong
+        #expect(Self.outcome(read[0]).hasPrefix("Drink("))  // an escaped name is still "uuid"
+        #expect(Self.outcome(read[1]).contains("blackTea"))  // a non-ASCII name is read and ignored
+        #expect(Self.outcome(read[2]).hasPrefix("Drink("))  // names that only start like a field are not it
+        let repeated = [
+            #"{"uuid":"nope","mgCaffeine":95,"date":"2026-11-29T08:00:00Z","uuid":"\#(uuid)"}"#,
+            #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00Z","mg\u0043affeine":"x"}"#,
+        ]
+        for text in repeated {
+            var treeError: JSONReader.SyntaxError?
+            do { _ = try JSONReader.parse(Data(text.utf8)) } catch { treeError = error }
+            #expect(treeError?.message.contains("is given twice") == true, "\(text)")
+            #expect(throws: treeError!, "\(text)") { _ = try Self.streamed(DrinkInput.self, text) }
+        }
     }
 
     /// Elements that are not objects come back as nil, and a document that

@@ -72,11 +72,14 @@ struct InboxDocumentTests {
         }
     }
 
-    /// A name given twice: the last one counts, as for every other JSON read here.
-    @Test func theLastOfARepeatedNameCounts() throws {
-        let text = #"{"drinks":[\#(Self.bad)],"drinks":[\#(Self.d1)],"deleted":"x","deleted":[]}"#
-        let batch = try parser.parse(Data(text.utf8), format: .json, now: now)
-        #expect(batch.drinks.map(\.uuid) == [UUID(uuidString: Self.u1)!] && batch.deletions.isEmpty)
+    /// A name given twice refuses the file, naming the name (PROTOCOL.md §2).
+    @Test func aRepeatedNameRefusesTheFile() throws {
+        let text = #"{"drinks":[\#(Self.d1)],"drinks":[\#(Self.d1)],"deleted":[]}"#
+        #expect {
+            try parser.parse(Data(text.utf8), format: .json, now: now)
+        } throws: { error in
+            "\(error)".contains(#"key "drinks" is given twice"#)
+        }
     }
 
     /// Many drinks, read in order, each validated.

@@ -66,9 +66,8 @@ class Service:
         return self.folder / "data"
 
     def start(self, timeout=20.0):
-        endpoints = self.data / "endpoints.json"
-        if endpoints.exists():
-            endpoints.unlink()
+        if (self.data / "endpoints.json").exists():
+            (self.data / "endpoints.json").unlink()
         self.log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             [*self.start_as, BINARY, "serve", "--config", str(self.config_path)],
@@ -77,6 +76,7 @@ class Service:
         deadline = time.time() + timeout
         while time.time() < deadline:
             assert self.process.poll() is None, "service exited: " + self.log_path.read_text()
+            endpoints = self.data / "endpoints.json"  # where the running service sees its data folder
             if endpoints.exists():
                 try:
                     self.endpoints = json.loads(endpoints.read_text())

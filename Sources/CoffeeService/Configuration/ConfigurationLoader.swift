@@ -31,7 +31,7 @@ public enum ConfigurationLoader {
         // endpoint: a trailing comma is not JSON here either.
         let root: JSONValue
         do throws(JSONReader.SyntaxError) {
-            root = try JSONReader.parse(data)
+            root = try JSONReader.parse(data, duplicateKeys: .keep)  // its own error names the key's path
         } catch {
             let (line, column) = position(of: error.offset, in: data)
             throw ConfigurationError(message: "\(file):\(line):\(column): not valid JSON (\(error.message))")
@@ -44,14 +44,17 @@ public enum ConfigurationLoader {
         try reader.keys(
             top, "",
             allowed: [
-                "dataDirectory", "inboxDirectory", "ingest", "updates", "query", "model", "publish", "store", "limits", "log",
-                "security",
+                "dataDirectory", "inboxDirectory", "inbox", "ingest", "updates", "query", "model", "publish", "store", "limits",
+                "log", "security",
             ])
         if let v = try reader.string(top, "dataDirectory") { c.dataDirectory = v }
         if let v = try reader.string(top, "inboxDirectory") { c.inboxDirectory = v }
         c.dataDirectory = resolve(c.dataDirectory, folder)
         c.inboxDirectory = resolve(c.inboxDirectory, folder)
 
+        if let s = try reader.section(top, "inbox", allowed: ["sweepIntervalS"]) {
+            if let v = try reader.number(s, "inbox.sweepIntervalS", above: 0) { c.inboxSweepIntervalS = v }
+        }
         if let s = try reader.section(top, "ingest", allowed: ["bind", "connect", "receiveHighWaterMark"]) {
             if let v = try reader.endpoints(s, "ingest.bind") { c.ingestBind = v }
             if let v = try reader.connectEntries(s, "ingest.connect") { c.ingestConnect = v }

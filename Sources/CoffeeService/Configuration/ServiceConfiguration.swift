@@ -7,6 +7,8 @@ import Foundation
 public struct ServiceConfiguration: Sendable, Equatable {
     public var dataDirectory: String = "data"
     public var inboxDirectory: String = "inbox"
+    /// How often the inbox is swept for files no event announced (a hard link).
+    public var inboxSweepIntervalS: Double = 10
     public var ingestBind: [String] = ["tcp://127.0.0.1:5555"]
     /// Publishers that bind, for the service to connect to.
     public var ingestConnect: [ConnectEntry] = []

@@ -162,8 +162,10 @@ public actor InboxImporter {
         } catch let error as InboxFileError {
             return refuse(name, error)
         } catch {
-            // Not the file's fault: leave it for the next scan.
+            // Not the file's fault: it stays, and is tried again once the
+            // store can write (after the bus's held batches).
             logger.error("could not store an inbox file; it stays in the inbox", ["file": name, "error": "\(error)"])
+            scheduleRetryWhenWritable()
             return
         }
         ServiceCounters.bump(counters.received, by: count)
@@ -181,6 +183,20 @@ public actor InboxImporter {
                 ])
         } catch {
             logger.error("imported but could not move to processed/", ["file": name, "error": "\(error)"])
+        }
+    }
+
+    private var retryScheduled = false
+
+    /// Scans again once the store can write; at most one such wait at a time.
+    private func scheduleRetryWhenWritable() {
+        guard !retryScheduled else { return }
+        retryScheduled = true
+        Task {
+            await store.waitUntilWritable()
+            try? await Task.sleep(for: .milliseconds(100))  // a store that failed otherwise is not retried in a loop
+            retryScheduled = false
+            await scan()
         }
     }
 

@@ -6,17 +6,27 @@ import Synchronization
 /// The inbox as a service: the files present at start, then whatever the
 /// watcher reports, imported one at a time by `InboxImporter` on its thread.
 ///
+/// A sweep every `sweepInterval` finds regular files that no event
+/// announced: a hard link made into the folder, a copy by a tool that never
+/// closes for writing, a file system that drops events (Telegraf's
+/// `directory_monitor` polls for the same reason). Idle, a sweep is one
+/// directory listing.
+///
 /// In a shutdown the watcher stops, the file being imported finishes, and
 /// files that arrived meanwhile wait for the next start (the start-up scan
 /// finds them).
 public final class InboxService: Service {
     public let name = "inbox"
     private let importer: InboxImporter
+    private let sweepInterval: Duration
+    private let clock: any Clock<Duration>
     private let watcher = Mutex<InboxWatcher?>(nil)
     private let logger = Logger(label: "inbox")
 
-    public init(importer: InboxImporter) {
+    public init(importer: InboxImporter, sweepInterval: Duration = .seconds(10), clock: any Clock<Duration> = ContinuousClock()) {
         self.importer = importer
+        self.sweepInterval = sweepInterval
+        self.clock = clock
     }
 
     /// Creates the inbox and its folders and starts watching it.
@@ -54,9 +64,13 @@ public final class InboxService: Service {
             continuation.finish()
         }
         await importer.scan()
-        for await batch in events {
-            if isShuttingDownGracefully { break }  // the rest wait for the next start
-            await importer.handle(batch)
+        let (importer, sweepInterval, clock) = (self.importer, self.sweepInterval, self.clock)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await repeatUntilShutdown(every: sweepInterval, on: clock) { await importer.scan() } }
+            for await batch in events {
+                if isShuttingDownGracefully { break }  // the rest wait for the next start
+                await importer.handle(batch)
+            }
         }
         await importer.close()
     }

@@ -81,6 +81,7 @@ public final class IngestEndpoint: Service {
     /// - Throws: `ZMQError` naming the endpoint when a bind or connect fails.
     public func start() async throws {
         let (configuration, context, store, decoder, clock) = (configuration, context, store, decoder, clock)
+        let deadLetters = self.deadLetters
         try await loop.start { [self] in
             func subscriber() throws -> ZMQSocket {
                 let socket = try ZMQSocket(context, .sub)
@@ -117,9 +118,17 @@ public final class IngestEndpoint: Service {
                 logger.info("ingest connecting", ["endpoint": entry.endpoint, "curve": entry.serverKey == nil ? "no" : "yes"])
             }
             let authenticated = configuration.curve != nil
+            var nextDeadLetterRetry = ContinuousClock.now
             return SocketLoop<Int>.Handler(
                 sockets: sockets,
                 readable: { index in
+                    if store.isFaulted || deadLetters.isBacklogged {
+                        // The store (or the dead-letter file) cannot write:
+                        // take nothing more, so messages wait in ZeroMQ's
+                        // queue and then the publishers'; look again shortly.
+                        usleep(50_000)
+                        return
+                    }
                     if store.backlog > Self.maxBacklog {
                         // The store is behind: leave the messages in ZeroMQ's
                         // queue and sleep until its commits halve the backlog
@@ -130,6 +139,15 @@ public final class IngestEndpoint: Service {
                     self.readBatch(
                         sockets[index], decoder: decoder, now: clock.now(), store: store,
                         authenticated: authenticated && index == 0)
+                },
+                tick: {
+                    // Dead letters that could not be written are tried again once a second.
+                    guard deadLetters.hasPending else { return -1 }
+                    if ContinuousClock.now >= nextDeadLetterRetry {
+                        self.writeHeldDeadLetters()
+                        nextDeadLetterRetry = ContinuousClock.now + .seconds(1)
+                    }
+                    return deadLetters.hasPending ? 1000 : -1
                 })
         }
     }
@@ -140,6 +158,22 @@ public final class IngestEndpoint: Service {
         await gracefulShutdown()
         await loop.stop()
         await store.commitPending()
+        if store.isFaulted {
+            // The batches it took are held in memory: give the storage a
+            // few seconds to come back before they are lost with the process.
+            logger.warning("draining while the store cannot write; waiting up to 10 s for it", ["held": "\(store.backlog)"])
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.store.waitUntilWritable() }
+                group.addTask { try? await Task.sleep(for: .seconds(10)) }
+                await group.next()
+                group.cancelAll()
+            }
+            await store.commitPending()
+            if store.backlog > 0 {
+                logger.error("bus input taken but not stored: the store could not write", ["changes": "\(store.backlog)"])
+            }
+        }
+        writeHeldDeadLetters()
     }
 
     /// What one bus message turned out to be.
@@ -205,7 +239,8 @@ public final class IngestEndpoint: Service {
                 let topicText = topic.map { String(decoding: $0, as: UTF8.self) } ?? ""
                 let reason =
                     "unauthorized: client \(client ?? "(none)") is not admitted to publish (its key was removed or its roles changed)"
-                return .rejected(.init(at: now, reason: reason, topic: topicText, body: Data(body)))
+                return .rejected(
+                    .init(at: now, reason: reason, topic: topicText, body: Data(body), frames: frames.map { Data($0) }))
             }
             source = "bus:" + admitted.name
         }
@@ -221,7 +256,8 @@ public final class IngestEndpoint: Service {
             )
         } catch {
             let topicText = topic.map { String(decoding: $0, as: UTF8.self) } ?? ""
-            return .rejected(.init(at: now, reason: error.description, topic: topicText, body: Data(body)))
+            return .rejected(
+                .init(at: now, reason: error.description, topic: topicText, body: Data(body), frames: frames.map { Data($0) }))
         }
     }
 
@@ -244,7 +280,9 @@ public final class IngestEndpoint: Service {
         do {
             try deadLetters.append(entries)
         } catch {
-            logger.error("could not write the dead-letter file", ["error": "\(error)", "path": deadLetters.path])
+            logger.error(
+                "could not write the dead-letter file; holding the entries to write later",
+                ["error": "\(error)", "path": deadLetters.path, "held": "\(deadLetters.pendingCount)"])
         }
         let suppressed = warnings.allow(count: entries.count)
         if let suppressed {
@@ -252,6 +290,14 @@ public final class IngestEndpoint: Service {
                 "rejected bus message",
                 ["reason": entries[0].reason, "topic": entries[0].topic, "suppressed": "\(suppressed)"])
         }
+    }
+
+    private func writeHeldDeadLetters() {
+        guard deadLetters.hasPending else { return }
+        do {
+            try deadLetters.append([])
+            logger.notice("wrote the held dead letters", ["path": deadLetters.path])
+        } catch {}  // still failing: logged when it began
     }
 
     /// Topic and body from two frames, or from one frame "topic body"; a

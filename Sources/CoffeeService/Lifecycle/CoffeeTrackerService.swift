@@ -165,7 +165,9 @@ public final class CoffeeTrackerService: Sendable {
             let zap = try security.registry.map { try ZAPHandler(context: context, registry: $0, counters: counters) }
             return Parts(
                 store: store, cache: cache, zap: zap, broadcaster: broadcaster, model: model, modelService: modelService,
-                query: query, ingest: ingest, inbox: InboxService(importer: importer), serverKey: security.keys?.publicKey)
+                query: query, ingest: ingest,
+                inbox: InboxService(importer: importer, sweepInterval: .milliseconds(Int64(c.inboxSweepIntervalS * 1000))),
+                serverKey: security.keys?.publicKey)
         }
     }
 

@@ -58,6 +58,8 @@ public struct QueryHandler: Sendable {
             return error.json.data()
         } catch let error as StoreError where error.isAnchorExpired {
             return QueryError(.anchorExpired, error.message).json.data()
+        } catch let error as StoreError where error.isUnavailable {
+            return QueryError(.unavailable, error.message).json.data()
         } catch let error as StoreError where error.isClosed {
             return QueryError(.unavailable, "the service is shutting down").json.data()
         } catch {
@@ -242,6 +244,7 @@ public struct QueryHandler: Sendable {
             ("subscribers", .int(Int64(c.subscribers.value))),
             ("updatesDropped", .int(Int64(c.updatesDropped.value))),
             ("authDenied", .int(Int64(c.authDenied.value))),
+            ("fault", await store.faultDescription.map { .string($0) } ?? .null),
             ("uptimeS", .double((Date().timeIntervalSince(c.started) * 1000).rounded() / 1000)),
             ("storeBytes", .int(s.fileBytes)),
             ("commits", .int(s.commits)),
