@@ -34,7 +34,7 @@ run: release
 test: lint unit integration
 
 ## The checked-in .swift-format, applied (format) or checked (lint; warnings fail).
-SWIFT_FORMAT_PATHS := Package.swift Sources Tests
+SWIFT_FORMAT_PATHS := Package.swift Sources Tests Fuzz/Package.swift Fuzz/Sources
 format:
 	$(SWIFT) format --in-place --recursive --configuration .swift-format $(SWIFT_FORMAT_PATHS)
 
@@ -61,6 +61,20 @@ tsan: deps
 ROUNDS ?= 50
 soak: release
 	python3 Tests/soak/soak.py --binary .build/release/coffee-tracker --rounds $(ROUNDS)
+
+## libFuzzer targets for every reader of outside input, SECONDS each (default 60),
+## seeded from Fuzz/corpus; a crash stops the run and leaves its input in .build/fuzz/TARGET.
+SECONDS ?= 60
+FUZZ_TARGETS := json bus inbox-json jsonl plist config
+fuzz: deps
+	cd Fuzz && $(SWIFT) build -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p .build/fuzz/$$t; \
+	  echo "fuzz: $$t for $(SECONDS) s"; \
+	  FUZZ_TARGET=$$t Fuzz/.build/debug/coffee-fuzz .build/fuzz/$$t Fuzz/corpus/$$t \
+	    -max_total_time=$(SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+	    -artifact_prefix=.build/fuzz/$$t- -print_final_stats=1 2>&1 | tail -n 14 || exit 1; \
+	done
 
 clean:
 	$(SWIFT) package clean

@@ -10,7 +10,10 @@ let package = Package(
     name: "coffee-tracker",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "coffee-tracker", targets: ["coffee-tracker"])
+        .executable(name: "coffee-tracker", targets: ["coffee-tracker"]),
+        // For the fuzz package (Fuzz/), which builds with -sanitize=fuzzer.
+        .library(name: "CoffeeDomain", targets: ["CoffeeDomain"]),
+        .library(name: "CoffeeService", targets: ["CoffeeService"]),
     ],
     targets: [
         // C libraries from Debian's packages (libzmq3-dev, libsqlite3-dev).

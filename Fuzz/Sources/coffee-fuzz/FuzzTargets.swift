@@ -1,0 +1,88 @@
+import CoffeeDomain
+import CoffeeService
+import Foundation
+
+/// One libFuzzer binary, six targets, chosen by `FUZZ_TARGET`: every reader
+/// of input from outside the process. Errors are the expected outcome of
+/// most inputs; what the fuzzer looks for is a crash, a hang, or memory the
+/// sanitizer objects to.
+enum FuzzTarget: String, CaseIterable {
+    /// `JSONReader.parse` and the member-by-member cursor, which must agree.
+    case json
+    /// A bus message body, as `drink.add` and as `drink.delete`.
+    case bus
+    /// An inbox `.json` document.
+    case inboxJSON = "inbox-json"
+    /// An inbox `.jsonl` file.
+    case jsonLines = "jsonl"
+    /// An inbox `.plist` (binary or XML).
+    case plist
+    /// The configuration file.
+    case config
+}
+
+nonisolated(unsafe) var target = FuzzTarget.json
+let parser = InboxFileParser(decoder: BatchDecoder())
+let now = Date(timeIntervalSince1970: 1_796_000_000)
+
+@_cdecl("LLVMFuzzerInitialize")
+public func initialize(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>)
+    -> CInt
+{
+    let name = ProcessInfo.processInfo.environment["FUZZ_TARGET"] ?? "json"
+    guard let chosen = FuzzTarget(rawValue: name) else {
+        fatalError("FUZZ_TARGET \(name) is not one of \(FuzzTarget.allCases.map(\.rawValue))")
+    }
+    target = chosen
+    return 0
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func testOneInput(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
+    let bytes = UnsafeRawBufferPointer(start: start, count: count)
+    let data = Data(bytes)
+    switch target {
+    case .json:
+        let tree = Result { () throws(JSONReader.SyntaxError) in try JSONReader.parse(bytes) }
+        // The cursor reading objects in place must accept exactly what the tree reader accepts.
+        var cursor = JSONReader.Cursor(bytes)
+        let streamed = Result { () throws(JSONReader.SyntaxError) in
+            _ = try cursor.value()
+            try cursor.end()
+        }
+        switch (tree, streamed) {
+        case (.success, .failure(let e)), (.failure(let e), .success):
+            fatalError("the tree reader and the cursor disagree: \(e)")
+        default: break
+        }
+    case .bus:
+        _ = try? BatchDecoder().drinks(json: bytes, now: now, source: "bus")
+        _ = try? BatchDecoder().deletions(json: bytes)
+    case .inboxJSON:
+        _ = try? parser.parse(data, format: .json, now: now)
+    case .jsonLines:
+        _ = try? parser.parse(data, format: .jsonLines, now: now)
+    case .plist:
+        _ = try? parser.parse(data, format: .propertyList, now: now)
+    case .config:
+        _ = try? ConfigurationLoader.parse(data, file: "fuzz.json", relativeTo: "/nonexistent")
+    }
+    return 0
+}
+
+/// libFuzzer's own entry, declared here: SwiftPM links an executable's
+/// `main` to this module's entry point, so the fuzzer is started from it
+/// rather than from libFuzzer's `main`.
+@_silgen_name("LLVMFuzzerRunDriver")
+func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
+
+@_cdecl("coffee_fuzz_main")
+public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    var count = argc
+    var arguments = argv
+    _ = initialize(&count, arguments!)
+    return runFuzzerDriver(&count, &arguments) { data, size in testOneInput(data, size) }
+}
