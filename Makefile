@@ -4,7 +4,7 @@ CONFIG ?= config/coffee-tracker.json
 APT_PACKAGES := libzmq3-dev libsqlite3-dev pkg-config
 PY_PACKAGES := pyzmq pytest pytest-timeout
 
-.PHONY: all deps build release run test lint format unit integration bench soak tsan fuzz clean
+.PHONY: all deps build release run test lint format unit integration bench soak tsan fuzz install clean
 
 all: build
 
@@ -75,6 +75,25 @@ fuzz: deps
 	    -max_total_time=$(SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
 	    -artifact_prefix=.build/fuzz/$$t- -print_final_stats=1 2>&1 | tail -n 14 || exit 1; \
 	done
+
+## Install as a system service: the binary, the unit (Type=notify, sandboxed), the
+## production configuration, a system user and the state folders. DESTDIR stages it.
+PREFIX ?= /usr/local
+DESTDIR ?=
+INBOX_GROUP ?= coffee-tracker
+SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
+RELEASE_BINARY ?= .build/release/coffee-tracker
+install: $(if $(filter .build/release/coffee-tracker,$(RELEASE_BINARY)),release)
+	install -D -m 0755 $(RELEASE_BINARY) $(DESTDIR)$(PREFIX)/bin/coffee-tracker
+	install -d $(DESTDIR)$(SYSTEMD_UNIT_DIR) $(DESTDIR)/etc/coffee-tracker $(DESTDIR)$(PREFIX)/share/doc/coffee-tracker
+	sed 's|@BINDIR@|$(PREFIX)/bin|' deploy/coffee-tracker.service > $(DESTDIR)$(SYSTEMD_UNIT_DIR)/coffee-tracker.service
+	chmod 0644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/coffee-tracker.service
+	test -e $(DESTDIR)/etc/coffee-tracker/coffee-tracker.json || install -m 0644 deploy/coffee-tracker.json $(DESTDIR)/etc/coffee-tracker/coffee-tracker.json
+	install -D -m 0644 deploy/coffee-tracker.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/coffee-tracker.conf
+	install -d $(DESTDIR)$(PREFIX)/lib/tmpfiles.d
+	sed 's|@INBOX_GROUP@|$(INBOX_GROUP)|' deploy/coffee-tracker.tmpfiles > $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/coffee-tracker.conf
+	install -m 0644 README.md docs/protocol.md $(DESTDIR)$(PREFIX)/share/doc/coffee-tracker/
+	@echo "installed under $(DESTDIR)$(PREFIX); next: systemd-sysusers && systemd-tmpfiles --create && systemctl daemon-reload && systemctl enable --now coffee-tracker"
 
 clean:
 	$(SWIFT) package clean

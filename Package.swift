@@ -54,7 +54,7 @@ let package = Package(
 
         .executableTarget(
             name: "coffee-tracker",
-            dependencies: ["CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "CoffeeLogging", "Syscall"],
+            dependencies: ["CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "SQLite", "CoffeeLogging", "Syscall"],
             swiftSettings: strict),
 
         // `make bench`: load generator, subscribers and baselines.

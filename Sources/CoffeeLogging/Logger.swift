@@ -80,6 +80,11 @@ public final class LoggingSystem: Sendable {
     public var level: Logger.Level { state.withLock { $0.level } }
     public var handler: any LogHandler { state.withLock { $0.handler } }
 
+    /// Changes the threshold alone (SIGHUP's `log.level`).
+    public func setLevel(_ level: Logger.Level) {
+        state.withLock { $0.level = level }
+    }
+
     public func configure(level: Logger.Level, handler: any LogHandler) {
         state.withLock {
             $0.level = level

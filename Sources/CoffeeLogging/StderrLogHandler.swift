@@ -8,15 +8,47 @@ import Syscall
 /// Writes each record as one line to stderr, as text or as a JSON object.
 ///
 /// Text: `2026-11-29T13:00:00.000Z info store: committed anchor=42 count=3`,
-/// metadata sorted by key so lines diff cleanly.
+/// metadata sorted by key so lines diff cleanly. When stderr is the journal
+/// (`journal`: systemd's `JOURNAL_STREAM` names it), a text line starts
+/// with its syslog priority, `<6>`, and carries no timestamp of its own:
+/// the journal keeps both.
 public struct StderrLogHandler: LogHandler {
     public enum Format: String, Sendable { case text, json }
     public let format: Format
+    public let journal: Bool
 
-    public init(format: Format) { self.format = format }
+    public init(format: Format, journal: Bool = false) {
+        self.format = format
+        self.journal = journal
+    }
+
+    /// Whether stderr is the journal: `JOURNAL_STREAM` ("device:inode")
+    /// names the file stderr is.
+    public static var stderrIsJournal: Bool {
+        guard let value = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] else { return false }
+        let parts = value.split(separator: ":").compactMap { UInt64($0) }
+        var info = stat()
+        guard parts.count == 2, fstat(2, &info) == 0 else { return false }
+        return UInt64(info.st_dev) == parts[0] && UInt64(info.st_ino) == parts[1]
+    }
+
+    /// The syslog priority of `level` (sd-daemon(3)).
+    public static func priority(_ level: Logger.Level) -> Int {
+        switch level {
+        case .trace, .debug: 7
+        case .info: 6
+        case .notice: 5
+        case .warning: 4
+        case .error: 3
+        case .critical: 2
+        }
+    }
 
     public func emit(_ record: LogRecord) {
-        var line = Self.render(record, format: format)
+        var line =
+            journal && format == .text
+            ? "<\(Self.priority(record.level))>" + Self.render(record, format: format, timestamp: false)
+            : Self.render(record, format: format)
         line.append("\n")
         // One write(2) per line, so lines from several threads never interleave.
         let bytes = Array(line.utf8)
@@ -27,17 +59,24 @@ public struct StderrLogHandler: LogHandler {
     }
 
     /// The line for `record`, without its newline.
-    public static func render(_ record: LogRecord, format: Format) -> String {
+    public static func render(_ record: LogRecord, format: Format, timestamp: Bool = true) -> String {
         let stamp = LogTimestamp.string(record.date)
         switch format {
         case .text:
-            var line = "\(stamp) \(record.level.rawValue) \(record.label): \(record.message)"
+            var line = (timestamp ? "\(stamp) " : "") + "\(record.level.rawValue) \(record.label): \(record.message)"
             for key in record.metadata.keys.sorted() {
                 line += " \(key)=\(quoteIfNeeded(record.metadata[key]!))"
             }
             return line
         case .json:
-            var object: [String: String] = record.metadata
+            // Numbers as numbers: metadata that reads as one is written as one.
+            var object: [String: Any] = record.metadata.mapValues { value -> Any in
+                if let n = Int64(value) { return n }
+                if let d = Double(value), d.isFinite, value.contains(where: \.isNumber), !value.contains(where: \.isLetter) {
+                    return d
+                }
+                return value
+            }
             object["at"] = stamp
             object["level"] = record.level.rawValue
             object["label"] = record.label

@@ -128,6 +128,8 @@ extension HealthStore {
         }
         let previous = currentAnchor
         var changes = CommitChanges()
+        changes.arrived = work.map(\.arrived).min()
+        let started = ContinuousClock.now
         do {
             let results = try db.transaction {
                 var results: [WriteResult] = []
@@ -135,6 +137,7 @@ extension HealthStore {
                 try statements.setMeta("anchor", changes.anchor ?? previous)
                 return results
             }
+            commitDuration.observe(ContinuousClock.now - started)
             finishCommit(from: previous, changes: changes)
             for (item, result) in zip(work, results) {
                 var result = result
@@ -167,6 +170,7 @@ extension HealthStore {
     private func commitAlone(_ item: Waiter, db: Database) {
         let previous = currentAnchor
         var changes = CommitChanges()
+        changes.arrived = item.arrived
         do {
             var result = try db.transaction {
                 let result = try write(item.batch, into: &changes)
@@ -198,7 +202,9 @@ extension HealthStore {
         commitPending()  // whatever was queued before commits first, in order
         let previous = currentAnchor
         var changes = CommitChanges()
+        changes.arrived = ContinuousClock.now
         var total = WriteResult()
+        let started = ContinuousClock.now
         do {
             try db.transaction {
                 while let batch = try next() {
@@ -218,6 +224,7 @@ extension HealthStore {
             }
             throw error
         }
+        commitDuration.observe(ContinuousClock.now - started)
         finishCommit(from: previous, changes: changes)
         total.anchor = currentAnchor
         return total
@@ -276,6 +283,7 @@ struct CommitChanges {
     var anchor: Int64?
     var log: [CommittedBatch.Change] = []
     var isComplete = true
+    var arrived: ContinuousClock.Instant?
 
     mutating func record(_ change: CommittedBatch.Change, anchor: Int64) {
         self.anchor = anchor
@@ -288,6 +296,6 @@ struct CommitChanges {
     }
 
     func committed(previousAnchor: Int64, anchor: Int64) -> CommittedBatch {
-        CommittedBatch(anchor: anchor, previousAnchor: previousAnchor, log: log, isComplete: isComplete)
+        CommittedBatch(anchor: anchor, previousAnchor: previousAnchor, log: log, isComplete: isComplete, arrived: arrived)
     }
 }

@@ -68,8 +68,12 @@ public actor HealthStore {
         /// which has already taken it) rather than failed at once with
         /// `StoreError.unavailable` (a caller who can be told, and retry).
         var holdOnFault = false
+        /// When it reached the store, for the publish-delay histogram.
+        var arrived = ContinuousClock.now
         var completion: @Sendable (Result<WriteResult, any Error>) -> Void
     }
+    /// From taking a commit's batches to its fsync returning (PROTOCOL.md §9).
+    public nonisolated let commitDuration = Histogram()
     /// Why the store cannot write now, while it cannot (`HealthStore+Faults.swift`).
     var fault: String?
     nonisolated let faulted = Atomic<Bool>(false)

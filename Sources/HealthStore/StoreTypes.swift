@@ -90,8 +90,16 @@ public struct CommittedBatch: Sendable, Hashable {
     /// `log` is then empty, and the changes are read with
     /// `changes(since: previousAnchor, limit:, through: anchor)`.
     public var isComplete: Bool = true
+    /// When the earliest change of the commit reached the store (a
+    /// `ContinuousClock` instant), for the publish-delay histogram; nil
+    /// when unknown.
+    public var arrived: ContinuousClock.Instant?
 
-    public init(anchor: Int64, previousAnchor: Int64, log: [Change], isComplete: Bool = true) {
+    public init(
+        anchor: Int64, previousAnchor: Int64, log: [Change], isComplete: Bool = true,
+        arrived: ContinuousClock.Instant? = nil
+    ) {
+        self.arrived = arrived
         self.anchor = anchor
         self.previousAnchor = previousAnchor
         self.log = log

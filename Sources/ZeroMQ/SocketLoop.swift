@@ -40,6 +40,9 @@ public final class SocketLoop<Message: Sendable>: Sendable {
     private let ended = Mutex<CheckedContinuation<Void, Never>?>(nil)
     /// True while no thread runs: before `start` and after the thread ends.
     private let hasEnded = Atomic<Bool>(true)
+    /// Liveness probes asked for and answered (`answers(within:)`).
+    private let probesAsked = Atomic<UInt64>(0)
+    private let probesAnswered = Atomic<UInt64>(0)
 
     /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
     public init(name: String, mailboxCapacity: Int = .max) throws {
@@ -85,6 +88,21 @@ public final class SocketLoop<Message: Sendable>: Sendable {
         }
     }
 
+    /// Whether the loop's thread goes round within `timeout`: a probe wakes
+    /// it and it answers on its next turn. False for a loop stuck in a
+    /// handler (or not running), which a watchdog must not paper over.
+    public func answers(within timeout: Duration) async -> Bool {
+        guard !hasEnded.load(ordering: .sequentiallyConsistent) else { return false }
+        let probe = probesAsked.add(1, ordering: .sequentiallyConsistent).newValue
+        mailbox.wake()
+        let deadline = ContinuousClock.now + timeout
+        while probesAnswered.load(ordering: .sequentiallyConsistent) < probe {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return true
+    }
+
     private func markEnded() {
         let waiter = ended.withLock { slot -> CheckedContinuation<Void, Never>? in
             hasEnded.store(true, ordering: .sequentiallyConsistent)
@@ -113,6 +131,7 @@ public final class SocketLoop<Message: Sendable>: Sendable {
                 if !messages.isEmpty { handler.received(messages) }
             }
             timeout = handler.tick()
+            probesAnswered.store(probesAsked.load(ordering: .sequentiallyConsistent), ordering: .sequentiallyConsistent)
         }
         let rest = mailbox.drain()
         if !rest.isEmpty { handler.received(rest) }

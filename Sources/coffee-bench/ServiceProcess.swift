@@ -45,7 +45,7 @@ final class ServiceProcess {
         let config = """
             {"dataDirectory": "data", "inboxDirectory": "inbox",
              "ingest": {"bind": ["ipc://\(f)/in"]}, "updates": {"bind": ["ipc://\(f)/up"]},
-             "query": {"bind": ["ipc://\(f)/q"]}, "model": {"timeZone": "UTC"},
+             "query": {"bind": ["ipc://\(f)/q"]}, "http": {"bind": "127.0.0.1:0"}, "model": {"timeZone": "UTC"},
              "log": {"level": "warning"}\(extra)\(security)}
             """
         try Data(config.utf8).write(to: folder.appendingPathComponent("config.json"))

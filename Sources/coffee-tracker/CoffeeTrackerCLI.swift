@@ -1,6 +1,8 @@
 import CoffeeLogging
 import CoffeeService
 import Foundation
+import SQLite
+import ZeroMQ
 
 #if canImport(Glibc)
     import Glibc
@@ -18,8 +20,14 @@ struct CoffeeTrackerCLI {
         ("watch", "print live updates from the update endpoint"),
         ("import", "import exported files (.json, .jsonl, .plist) through the service"),
         ("status", "show the service's counters"),
-        ("keygen", "print a new CURVE key pair (Z85)"),
+        ("keygen", "write a CURVE key pair as ZeroMQ certificates (NAME.key, NAME.key_secret)"),
+        ("check", "check a configuration and its key files without starting anything"),
     ]
+
+    /// This build's version, with the libraries it runs on.
+    static var version: String {
+        "coffee-tracker \(CoffeeTrackerVersion.number) (libzmq \(ZMQContext.version), SQLite \(SQLiteVersion.text))"
+    }
 
     static let usage = """
         coffee-tracker — keeps a person's caffeine intake and tells screens about it, live.
@@ -29,7 +37,8 @@ struct CoffeeTrackerCLI {
         Commands:
         \(commands.map { "  " + $0.0.padding(toLength: 9, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n"))
 
-        Run `coffee-tracker COMMAND --help` for a command's options.
+        Run `coffee-tracker COMMAND --help` for a command's options;
+        `coffee-tracker --version` for the version.
         Exit status: 0 success, 1 runtime failure, 2 bad usage.
         """
 
@@ -46,6 +55,10 @@ struct CoffeeTrackerCLI {
             case "-h", "--help", "help":
                 print(usage)
                 code = 0
+            case "--version", "version":
+                print(version)
+                code = 0
+            case "check": code = try CheckCommand.run(rest)
             case "serve": code = try await ServeCommand.run(rest)
             case "add", "delete", "changes", "model", "status": code = try ClientCommands.run(command, rest)
             case "watch": code = try WatchCommand.run(rest)
@@ -74,6 +87,14 @@ func printError(_ text: String) {
 
 /// The configuration a command uses: `--config FILE`, else the default file
 /// when it exists, else the embedded defaults.
+/// The configuration file a command reads: `--config`, else
+/// `config/coffee-tracker.json` when it exists; nil for the embedded defaults.
+func configurationPath(_ path: String?) -> String? {
+    if let path { return path }
+    let fallback = "config/coffee-tracker.json"
+    return FileManager.default.fileExists(atPath: fallback) ? fallback : nil
+}
+
 func loadConfiguration(_ path: String?) throws -> ServiceConfiguration {
     if let path { return try ConfigurationLoader.load(path: path) }
     let fallback = "config/coffee-tracker.json"

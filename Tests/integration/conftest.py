@@ -43,6 +43,7 @@ class Service:
             "ingest": {"bind": [f"ipc://{self.folder}/ingest.sock"]},
             "updates": {"bind": [f"ipc://{self.folder}/updates.sock"]},
             "query": {"bind": ["tcp://127.0.0.1:*"]},
+            "http": {"bind": "127.0.0.1:0"},
             "model": {"timeZone": "UTC", "halfLifeHours": 5},
             "publish": {"heartbeatIntervalS": 0.2, "modelIntervalMs": 50},
             "log": {"level": "info"},

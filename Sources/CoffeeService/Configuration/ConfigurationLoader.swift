@@ -44,8 +44,8 @@ public enum ConfigurationLoader {
         try reader.keys(
             top, "",
             allowed: [
-                "dataDirectory", "inboxDirectory", "inbox", "ingest", "updates", "query", "model", "publish", "store", "limits",
-                "log", "security",
+                "dataDirectory", "inboxDirectory", "inbox", "ingest", "updates", "query", "http", "model", "publish", "store",
+                "limits", "log", "security",
             ])
         if let v = try reader.string(top, "dataDirectory") { c.dataDirectory = v }
         if let v = try reader.string(top, "inboxDirectory") { c.inboxDirectory = v }
@@ -66,6 +66,16 @@ public enum ConfigurationLoader {
         }
         if let s = try reader.section(top, "query", allowed: ["bind"]) {
             if let v = try reader.endpoints(s, "query.bind") { c.queryBind = v }
+        }
+        if let s = try reader.section(top, "http", allowed: ["bind"]) {
+            if s.contains(where: { $0.0 == "bind" && $0.1 == .null }) {
+                c.httpBind = nil
+            } else if let v = try reader.string(s, "http.bind") {
+                guard let colon = v.lastIndex(of: ":"), UInt16(v[v.index(after: colon)...]) != nil, colon != v.startIndex else {
+                    throw reader.fail("http.bind", "must be host:port (127.0.0.1:5558) or null, got \"\(v)\"")
+                }
+                c.httpBind = v
+            }
         }
         if let s = try reader.section(top, "model", allowed: ["halfLifeHours", "timeZone"]) {
             if let v = try reader.number(s, "model.halfLifeHours", above: 0, max: 48) { c.halfLifeHours = v }

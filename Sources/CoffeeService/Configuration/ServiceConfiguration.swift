@@ -18,6 +18,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// Per-subscriber send queue; a slow subscriber loses messages past it.
     public var updatesSendHighWaterMark: Int = 100_000
     public var queryBind: [String] = ["tcp://127.0.0.1:5557"]
+    /// The monitoring endpoint (`http.bind`, `host:port`); nil turns it off.
+    public var httpBind: String? = "127.0.0.1:5558"
     public var halfLifeHours: Double = 5
     public var timeZone: String = TimeZone.current.identifier
     public var modelIntervalMs: Int = 100
@@ -49,6 +51,32 @@ public struct ServiceConfiguration: Sendable, Equatable {
         public init(endpoint: String, serverKey: String? = nil) {
             self.endpoint = endpoint
             self.serverKey = serverKey
+        }
+    }
+
+    /// The keys whose values differ between `self` and `other` (what a
+    /// SIGHUP finds changed), by their configuration names.
+    public func changedKeys(comparedTo other: ServiceConfiguration) -> [String] {
+        let names: [String: String] = [
+            "dataDirectory": "dataDirectory", "inboxDirectory": "inboxDirectory", "inboxSweepIntervalS": "inbox.sweepIntervalS",
+            "ingestBind": "ingest.bind", "ingestConnect": "ingest.connect",
+            "ingestReceiveHighWaterMark": "ingest.receiveHighWaterMark", "updatesBind": "updates.bind",
+            "updatesSendHighWaterMark": "updates.sendHighWaterMark", "queryBind": "query.bind", "httpBind": "http.bind",
+            "halfLifeHours": "model.halfLifeHours", "timeZone": "model.timeZone", "modelIntervalMs": "publish.modelIntervalMs",
+            "refreshIntervalS": "publish.refreshIntervalS", "heartbeatIntervalS": "publish.heartbeatIntervalS",
+            "tombstoneRetentionDays": "store.tombstoneRetentionDays", "maxMgCaffeine": "limits.maxMgCaffeine",
+            "maxFutureSkewS": "limits.maxFutureSkewS", "maxMessageBytes": "limits.maxMessageBytes",
+            "maxFileBytes": "limits.maxFileBytes", "logLevel": "log.level", "logFormat": "log.format",
+            "curveSecretKeyFile": "security.curve.secretKeyFile", "curveClientsDirectory": "security.curve.clientsDirectory",
+            "allowPlaintextRemote": "security.allowPlaintextRemote",
+        ]
+        let mine = Mirror(reflecting: self).children
+        let theirs = Dictionary(
+            Mirror(reflecting: other).children.compactMap { child in child.label.map { ($0, "\(child.value)") } },
+            uniquingKeysWith: { a, _ in a })
+        return mine.compactMap { child in
+            guard let label = child.label, theirs[label] != "\(child.value)" else { return nil }
+            return names[label] ?? label
         }
     }
 

@@ -168,7 +168,7 @@ public actor InboxImporter {
             scheduleRetryWhenWritable()
             return
         }
-        ServiceCounters.bump(counters.received, by: count)
+        counters.received(count, over: .inbox)
         ServiceCounters.bump(counters.stored, by: result.added + result.deleted + result.unknown)
         ServiceCounters.bump(counters.duplicates, by: result.duplicates)
         do {

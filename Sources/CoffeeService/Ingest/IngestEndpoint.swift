@@ -154,6 +154,9 @@ public final class IngestEndpoint: Service {
 
     /// Runs until shutdown; then stops reading and commits every batch it
     /// handed to the store, so nothing counted as received is left behind.
+    /// Whether the socket loop's thread goes round within `timeout` (health, watchdog).
+    public func answers(within timeout: Duration) async -> Bool { await loop.answers(within: timeout) }
+
     public func run() async throws {
         await gracefulShutdown()
         await loop.stop()
@@ -200,14 +203,14 @@ public final class IngestEndpoint: Service {
             }
             switch outcome {
             case .drinks(let drinks):
-                ServiceCounters.bump(counters.received, by: drinks.count)
+                counters.received(drinks.count, over: .bus)
                 if !batch.acceptsDrinksInOrder {
                     submit(batch, store)
                     batch = WriteBatch()
                 }
                 batch.drinks += drinks
             case .deletions(let deletions):
-                ServiceCounters.bump(counters.received, by: deletions.count)
+                counters.received(deletions.count, over: .bus)
                 batch.deletions += deletions
             case .rejected(let entry):
                 rejected.append(entry)

@@ -3,7 +3,7 @@ import CoffeeLifecycle
 import CoffeeLogging
 import CoffeeModel
 import Foundation
-import HealthStore
+@_spi(Testing) import HealthStore  // the test hook stalls the store's thread
 import Synchronization
 import ZeroMQ
 
@@ -20,13 +20,29 @@ import ZeroMQ
 /// then the publisher sends what it holds, and the store closes last.
 public final class CoffeeTrackerService: Sendable {
     public let configuration: ServiceConfiguration
+    /// The file it was read from, read again at SIGHUP (nil: embedded defaults).
+    private let configurationPath: String?
     private let clock: any WallClock
     private let counters = ServiceCounters()
+    private let notifier: SystemdNotifier
     private let logger = Logger(label: "service")
+    /// Starting, ready, draining: what `/readyz` and systemd are told.
+    private let phase = Atomic<Int>(Phase.starting.rawValue)
+    private enum Phase: Int {
+        case starting, ready, draining
+    }
+    /// Test hooks (`COFFEE_TRACKER_TEST_HOOKS=1`): SIGUSR1 stalls the
+    /// store's thread for 5 s, as a wedged fsync would. Off otherwise.
+    private let testHooks = ProcessInfo.processInfo.environment["COFFEE_TRACKER_TEST_HOOKS"] == "1"
 
-    public init(configuration: ServiceConfiguration, clock: any WallClock = SystemClock()) {
+    public init(
+        configuration: ServiceConfiguration, configurationPath: String? = nil, clock: any WallClock = SystemClock(),
+        notifier: SystemdNotifier = SystemdNotifier()
+    ) {
         self.configuration = configuration
+        self.configurationPath = configurationPath
         self.clock = clock
+        self.notifier = notifier
     }
 
     /// A start-up failure, with what to do about it.
@@ -64,10 +80,16 @@ public final class CoffeeTrackerService: Sendable {
                     reload(security)
                     continue
                 }
+                if signal == SIGUSR1 {
+                    if testHooks { parts.store.stallThread(for: 5) }
+                    continue
+                }
                 last = signal
                 break
             }
             if Task.isCancelled { return }
+            phase.store(Phase.draining.rawValue, ordering: .sequentiallyConsistent)
+            notifier.notify("STOPPING=1", "STATUS=draining")
             logger.notice("draining", ["signal": last.map(SignalStream.name) ?? "end of input"])
             group.triggerGracefulShutdown()
         }
@@ -76,6 +98,9 @@ public final class CoffeeTrackerService: Sendable {
             try await group.run {
                 self.writeEndpoints(parts)
                 let anchor = await parts.store.anchor
+                _ = self.phase.compareExchange(
+                    expected: Phase.starting.rawValue, desired: Phase.ready.rawValue, ordering: .sequentiallyConsistent)
+                self.notifier.notify("READY=1", "STATUS=" + (await self.status(parts)))
                 self.logger.notice(
                     "ready", ["anchor": "\(anchor)", "store": c.storePath, "pid": "\(ProcessInfo.processInfo.processIdentifier)"])
             }
@@ -94,19 +119,128 @@ public final class CoffeeTrackerService: Sendable {
             ])
     }
 
-    /// SIGHUP: the clients directory is read again; a bad certificate keeps
-    /// the old list and says why.
+    /// SIGHUP: `log.level` and the clients directory are read again; other
+    /// keys that changed are named in the log (they need a restart). A file
+    /// or a certificate that cannot be read keeps what was there and says why.
     private func reload(_ security: SecuritySetup) {
-        guard let registry = security.registry else {
-            logger.notice("SIGHUP: nothing to reload (no security.curve)")
-            return
+        notifier.notify("RELOADING=1", SystemdNotifier.monotonicMicroseconds)
+        defer { notifier.notify("READY=1") }
+        do {
+            let fresh =
+                try configurationPath.map(ConfigurationLoader.load(path:))
+                ?? ConfigurationLoader.defaults(relativeTo: FileManager.default.currentDirectoryPath)
+            if fresh.logLevel != LoggingSystem.shared.level {
+                LoggingSystem.shared.setLevel(fresh.logLevel)
+                logger.notice("log level changed", ["level": fresh.logLevel.rawValue])
+            }
+            var stale = configuration
+            stale.logLevel = fresh.logLevel
+            let changed = fresh.changedKeys(comparedTo: stale)
+            if !changed.isEmpty {
+                logger.warning(
+                    "configuration keys changed that take effect only after a restart", ["keys": changed.joined(separator: ",")])
+            }
+        } catch {
+            logger.error("could not read the configuration again; nothing changed", ["error": "\(error)"])
         }
+        guard let registry = security.registry else { return }
         do {
             let count = try registry.reload()
             logger.notice("reloaded the clients directory", ["clients": "\(count)", "directory": registry.directory])
         } catch {
             logger.error("could not reload the clients directory; keeping the old list", ["error": "\(error)"])
         }
+    }
+
+    /// The one-line summary systemd shows (`STATUS=`).
+    private func status(_ parts: Parts) async -> String {
+        let anchor = await parts.store.anchor
+        let fault = parts.store.isFaulted ? " STORE FAULT:" + ((await parts.store.faultDescription) ?? "") : ""
+        return
+            "anchor \(anchor), \(counters.received.value) received, \(counters.stored.value) stored, "
+            + "\(counters.subscribers.value) subscriptions\(fault)"
+    }
+
+    /// `/healthz`, `/readyz`, `/metrics`; 404 for anything else.
+    private func route(_ parts: Parts, _ method: String, _ path: String) async -> HTTPResponse {
+        switch path {
+        case "/healthz":
+            return await parts.store.answers(within: .seconds(1))
+                ? HTTPResponse(status: 200, body: "ok\n")
+                : HTTPResponse(status: 503, body: "the store's thread does not answer\n")
+        case "/readyz":
+            switch Phase(rawValue: phase.load(ordering: .sequentiallyConsistent)) {
+            case .ready?:
+                if parts.store.isFaulted {
+                    return HTTPResponse(
+                        status: 503, body: "the store cannot write: \((await parts.store.faultDescription) ?? "")\n")
+                }
+                return HTTPResponse(status: 200, body: "ready\n")
+            case .draining?: return HTTPResponse(status: 503, body: "draining\n")
+            default: return HTTPResponse(status: 503, body: "starting\n")
+            }
+        case "/metrics":
+            return HTTPResponse(status: 200, contentType: MetricsExposition.contentType, body: await metrics(parts))
+        default:
+            return HTTPResponse(status: 404, body: "not found; try /metrics, /healthz or /readyz\n")
+        }
+    }
+
+    /// The metrics of PROTOCOL.md §9.
+    private func metrics(_ parts: Parts) async -> String {
+        let c = counters
+        let store = await parts.store.statistics()
+        var m = MetricsExposition()
+        m.gauge("coffee_tracker_anchor", "The store's anchor: that of its last change.", Double(store.anchor))
+        m.counter(
+            "coffee_tracker_events_received_total", "Drinks and deletions received, by channel.",
+            [
+                ([("channel", "bus")], Double(c.receivedBus.value)), ([("channel", "query")], Double(c.receivedQuery.value)),
+                ([("channel", "inbox")], Double(c.receivedInbox.value)),
+            ])
+        m.counter(
+            "coffee_tracker_drinks_stored_total", "Changes that took effect (each took an anchor).",
+            [([], Double(c.stored.value))])
+        m.counter("coffee_tracker_duplicates_total", "Saves ignored as duplicates.", [([], Double(c.duplicates.value))])
+        m.counter(
+            "coffee_tracker_rejected_total",
+            "Input refused: bus messages dead-lettered, query requests in error, inbox files failed.",
+            [
+                ([("channel", "bus")], Double(c.rejected.value)), ([("channel", "query")], Double(c.queryRejected.value)),
+                ([("channel", "inbox")], Double(c.filesFailed.value)),
+            ])
+        m.counter(
+            "coffee_tracker_files_total", "Inbox files, by result.",
+            [([("result", "processed")], Double(c.filesProcessed.value)), ([("result", "failed")], Double(c.filesFailed.value))])
+        m.counter("coffee_tracker_commits_total", "Store commits.", [([], Double(store.commits))])
+        m.histogram(
+            "coffee_tracker_commit_duration_seconds", "From taking a commit's batches to its fsync returning.",
+            parts.store.commitDuration)
+        m.histogram(
+            "coffee_tracker_publish_delay_seconds", "From an event's arrival at the store to its changes message being sent.",
+            parts.broadcaster.publishDelay)
+        m.gauge("coffee_tracker_subscribers", "Subscriptions on the update endpoint.", Double(c.subscribers.value))
+        m.counter(
+            "coffee_tracker_updates_dropped_total", "Update messages dropped by the publisher's queue.",
+            [([], Double(c.updatesDropped.value))])
+        m.counter(
+            "coffee_tracker_auth_denied_total", "Connections the ZAP handler refused, by endpoint.",
+            [
+                ([("endpoint", "ingest")], Double(c.authDeniedIngest.value)),
+                ([("endpoint", "updates")], Double(c.authDeniedUpdates.value)),
+                ([("endpoint", "query")], Double(c.authDeniedQuery.value)),
+            ])
+        m.gauge("coffee_tracker_store_bytes", "The store's database and WAL files.", Double(store.fileBytes))
+        m.gauge(
+            "coffee_tracker_store_fault", "1 while the store cannot write (disk full, I/O error), else 0.",
+            parts.store.isFaulted ? 1 : 0)
+        let caffeine = await parts.model.snapshot()?.mgCaffeine ?? 0
+        m.gauge("coffee_tracker_caffeine_mg", "Caffeine in the body now, by the model.", caffeine)
+        m.counter("process_cpu_seconds_total", "User and system CPU time.", [([], ProcessMetrics.cpuSeconds())])
+        m.gauge("process_resident_memory_bytes", "Resident memory.", ProcessMetrics.residentBytes())
+        m.gauge("process_open_fds", "Open file descriptors.", ProcessMetrics.openDescriptors())
+        m.gauge("process_start_time_seconds", "When the process started, in Unix seconds.", c.started.timeIntervalSince1970)
+        return m.text
     }
 
     /// Every part, in start order. The store opens last here, so that
@@ -163,11 +297,33 @@ public final class CoffeeTrackerService: Sendable {
                 store: store, counters: counters, clock: clock)
 
             let zap = try security.registry.map { try ZAPHandler(context: context, registry: $0, counters: counters) }
-            return Parts(
+            let partsBox = PartsBox()
+            let http = try c.httpBind.map { address in
+                var httpConfiguration = HTTPEndpoint.Configuration()
+                httpConfiguration.bind = address
+                return try HTTPEndpoint(configuration: httpConfiguration) { method, path in
+                    guard let parts = partsBox.parts else { return HTTPResponse(status: 503, body: "starting\n") }
+                    return await self.route(parts, method, path)
+                }
+            }
+            var probes: [OperationsService.Probe] = [
+                ("store", { await store.answers(within: .seconds(1)) }),
+                ("updates", { await broadcaster.answers(within: .seconds(1)) }),
+                ("query", { await query.answers(within: .seconds(1)) }),
+                ("ingest", { await ingest.answers(within: .seconds(1)) }),
+            ]
+            if let zap { probes.append(("zap", { await zap.answers(within: .seconds(1)) })) }
+            let operations = OperationsService(notifier: notifier, probes: probes) {
+                guard let parts = partsBox.parts else { return "starting" }
+                return await self.status(parts)
+            }
+            let parts = Parts(
                 store: store, cache: cache, zap: zap, broadcaster: broadcaster, model: model, modelService: modelService,
                 query: query, ingest: ingest,
                 inbox: InboxService(importer: importer, sweepInterval: .milliseconds(Int64(c.inboxSweepIntervalS * 1000))),
-                serverKey: security.keys?.publicKey)
+                http: http, operations: operations, serverKey: security.keys?.publicKey)
+            partsBox.set(parts)
+            return parts
         }
     }
 
@@ -183,12 +339,27 @@ public final class CoffeeTrackerService: Sendable {
         let query: QueryEndpoint
         let ingest: IngestEndpoint
         let inbox: InboxService
+        /// The monitoring endpoint (`http.bind`), when on.
+        let http: HTTPEndpoint?
+        /// STATUS and the watchdog for systemd.
+        let operations: OperationsService
         /// The service's public key under CURVE, for `endpoints.json`.
         let serverKey: String?
 
+        /// Monitoring starts right after the store, so that `/healthz` and
+        /// `/readyz` answer while the rest starts and drains; the watchdog
+        /// starts last, once there is everything to watch.
         var services: [any Service] {
-            [store, cache] + (zap.map { [$0] } ?? []) + [broadcaster, modelService, query, ingest, inbox]
+            [store] + (http.map { [$0] } ?? []) + [cache] + (zap.map { [$0] } ?? [])
+                + [broadcaster, modelService, query, ingest, inbox, operations]
         }
+    }
+
+    /// The parts, for the HTTP routes and the status line made before they exist.
+    private final class PartsBox: Sendable {
+        private let value = Mutex<Parts?>(nil)
+        var parts: Parts? { value.withLock { $0 } }
+        func set(_ parts: Parts) { value.withLock { $0 = parts } }
     }
 
     /// `<data>/endpoints.json`: the endpoints really bound, so that clients
@@ -198,6 +369,7 @@ public final class CoffeeTrackerService: Sendable {
             ("ingest", .array(parts.ingest.boundEndpoints.map { .string($0) })),
             ("updates", .array(parts.broadcaster.boundEndpoints.map { .string($0) })),
             ("query", .array(parts.query.boundEndpoints.map { .string($0) })),
+            ("http", parts.http?.boundAddress.map { .string($0) } ?? .null),
             ("serverKey", parts.serverKey.map { .string($0) } ?? .null),
             ("pid", .int(Int64(ProcessInfo.processInfo.processIdentifier))),
         ])

@@ -17,8 +17,18 @@ public final class ServiceCounters: Sendable {
     public let subscribers = Atomic<Int>(0)
     /// Update messages the publisher's bounded queue had to drop.
     public let updatesDropped = Atomic<Int>(0)
-    /// Connections the ZAP handler refused (PROTOCOL.md §6).
+    /// Connections the ZAP handler refused (PROTOCOL.md §6), and per endpoint.
     public let authDenied = Atomic<Int>(0)
+    public let authDeniedIngest = Atomic<Int>(0)
+    public let authDeniedUpdates = Atomic<Int>(0)
+    public let authDeniedQuery = Atomic<Int>(0)
+    /// `received` per channel, for metrics.
+    public let receivedBus = Atomic<Int>(0)
+    public let receivedQuery = Atomic<Int>(0)
+    public let receivedInbox = Atomic<Int>(0)
+    /// Query requests answered with an error of the request's making
+    /// (`bad_request`, `invalid_drink`, `too_large`).
+    public let queryRejected = Atomic<Int>(0)
     public let started = Date()
 
     public init() {}
@@ -26,6 +36,18 @@ public final class ServiceCounters: Sendable {
     public static func bump(_ counter: borrowing Atomic<Int>, by n: Int = 1) {
         counter.add(n, ordering: .relaxed)
     }
+
+    /// Counts `n` events received over `channel` (the total and the channel's own).
+    public func received(_ n: Int, over channel: Channel) {
+        received.add(n, ordering: .relaxed)
+        switch channel {
+        case .bus: receivedBus.add(n, ordering: .relaxed)
+        case .query: receivedQuery.add(n, ordering: .relaxed)
+        case .inbox: receivedInbox.add(n, ordering: .relaxed)
+        }
+    }
+
+    public enum Channel: String, Sendable, CaseIterable { case bus, query, inbox }
 }
 
 extension Atomic where Value == Int {

@@ -55,6 +55,7 @@ public struct QueryHandler: Sendable {
         do {
             return try await reply(to: body, draining: draining, caller: caller).data()
         } catch let error as QueryError {
+            if [.badRequest, .invalidDrink, .tooLarge].contains(error.code) { ServiceCounters.bump(counters.queryRejected) }
             return error.json.data()
         } catch let error as StoreError where error.isAnchorExpired {
             return QueryError(.anchorExpired, error.message).json.data()
@@ -169,7 +170,7 @@ public struct QueryHandler: Sendable {
         guard case .value(let items) = request.drinks else {
             throw QueryError(.badRequest, "drinks must be an array of drink objects", field: "drinks")
         }
-        ServiceCounters.bump(counters.received, by: items.count)
+        counters.received(items.count, over: .query)
         let now = clock.now()
         let drinks = try validated(items) { input throws(ValidationError) in
             try validator.drink(from: input, now: now, defaultSource: source)
@@ -186,7 +187,7 @@ public struct QueryHandler: Sendable {
         guard case .value(let items) = request.deletions else {
             throw QueryError(.badRequest, "deletions must be an array of deletion objects", field: "deletions")
         }
-        ServiceCounters.bump(counters.received, by: items.count)
+        counters.received(items.count, over: .query)
         let deletions = try validated(items) { input throws(ValidationError) in
             try validator.deletion(from: input)
         }

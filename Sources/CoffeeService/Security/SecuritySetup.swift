@@ -71,6 +71,35 @@ public struct SecuritySetup: Sendable {
         return setup
     }
 
+    /// Every problem `prepare` would stop at, each checked on its own, for
+    /// `coffee-tracker check`.
+    public static func problems(_ configuration: ServiceConfiguration) -> [String] {
+        var problems: [String] = []
+        var plain = configuration
+        plain.curveSecretKeyFile = nil
+        plain.curveClientsDirectory = nil
+        if let secretFile = configuration.curveSecretKeyFile {
+            do { _ = try secretKey(secretFile) } catch { problems.append("\(error)") }
+        }
+        if let clients = configuration.curveClientsDirectory {
+            do { _ = try ClientRegistry(directory: clients) } catch { problems.append(error.description) }
+        }
+        // Plaintext addresses, all of them (prepare stops at the first).
+        let curve = configuration.curveSecretKeyFile != nil
+        var endpoints = configuration.ingestConnect.filter { !curve || $0.serverKey == nil }.map {
+            (key: "ingest.connect", endpoint: $0.endpoint)
+        }
+        if !curve { endpoints += configuration.tcpEndpoints.filter { $0.key != "ingest.connect" } }
+        if !configuration.allowPlaintextRemote {
+            for (key, endpoint) in endpoints where endpoint.hasPrefix("tcp://") && !isLoopback(endpoint) {
+                problems.append(
+                    "\(key) \(endpoint) is not a loopback address, and without CURVE it would speak plaintext; set security.curve, or security.allowPlaintextRemote: true"
+                )
+            }
+        }
+        return problems
+    }
+
     /// The service's key pair from its secret certificate, which must be
     /// private (as ssh refuses a key others can read).
     static func secretKey(_ path: String) throws -> CurveKeyPair {

@@ -78,6 +78,11 @@ public final class ZAPHandler: Service {
 
     private func deny(domain: String, key: String, address: String, reason: String) {
         ServiceCounters.bump(counters.authDenied)
+        switch domain {
+        case "ingest": ServiceCounters.bump(counters.authDeniedIngest)
+        case "updates": ServiceCounters.bump(counters.authDeniedUpdates)
+        default: ServiceCounters.bump(counters.authDeniedQuery)
+        }
         if let suppressed = warnings.allow(count: 1) {
             logger.warning(
                 "connection denied",
@@ -104,6 +109,9 @@ public final class ZAPHandler: Service {
                 })
         }
     }
+
+    /// Whether the socket loop's thread goes round within `timeout` (health, watchdog).
+    public func answers(within timeout: Duration) async -> Bool { await loop.answers(within: timeout) }
 
     public func run() async throws {
         await gracefulShutdown()

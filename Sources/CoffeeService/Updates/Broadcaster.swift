@@ -31,6 +31,11 @@ public final class Broadcaster: Service {
         public var drainTimeout: Duration = .seconds(30)
         /// A CURVE server under `security.curve`; nil for plaintext.
         public var curve: CurveServerSettings?
+        /// A subscriber whose connection carries nothing back for this long
+        /// (ZMTP heartbeats: one that stopped reading until its TCP window
+        /// closed cannot even answer a ping) is disconnected, and the
+        /// messages queued for it are freed. It reconnects by itself.
+        public var stuckSubscriberTimeout: Duration = .seconds(10)
 
         public init() {}
     }
@@ -59,6 +64,9 @@ public final class Broadcaster: Service {
     private let endpoints = Mutex<[String]>([])
     private let counters: ServiceCounters
     private let logger = Logger(label: "updates")
+    /// From an event's arrival at the store to its `changes` message being
+    /// handed to ZeroMQ (PROTOCOL.md §9).
+    public let publishDelay = Histogram()
 
     /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
     public init(configuration: Configuration, context: ZMQContext, store: HealthStore, counters: ServiceCounters) throws {
@@ -86,6 +94,8 @@ public final class Broadcaster: Service {
             // per topic), so `stats.subscribers` counts each subscription.
             try socket.setXPubVerboser(true)
             try socket.setLinger(ms: 500)
+            let timeoutMs = Int32(clamping: configuration.stuckSubscriberTimeout.components.seconds * 1000)
+            try socket.setHeartbeat(intervalMs: max(100, timeoutMs / 5), timeoutMs: max(500, timeoutMs))
             try socket.secure(configuration.curve)
             let bound = try socket.bind(all: configuration.bind)
             self.endpoints.withLock { $0 = bound }
@@ -109,8 +119,9 @@ public final class Broadcaster: Service {
                         case .commit(let batch):
                             let (added, deleted) = batch.resolved()
                             self.sendChanges(
-                                socket, anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: added, deleted: deleted
-                            )
+                                socket, anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: added,
+                                deleted: deleted,
+                                arrived: batch.arrived)
                         case .pages(let batch):
                             self.sendPages(socket, batch)
                         case .barrier(let reached):
@@ -138,6 +149,9 @@ public final class Broadcaster: Service {
 
     /// Runs until shutdown, then sends what is queued (large commits paged
     /// out from the store, which closes after this) and closes the socket.
+    /// Whether the socket loop's thread goes round within `timeout` (health, watchdog).
+    public func answers(within timeout: Duration) async -> Bool { await loop.answers(within: timeout) }
+
     public func run() async throws {
         await gracefulShutdown()
         await sent(timeout: configuration.drainTimeout)
@@ -168,10 +182,12 @@ public final class Broadcaster: Service {
     }
 
     private func sendChanges(
-        _ socket: ZMQSocket, anchor newAnchor: Int64, previousAnchor: Int64, added: [Drink], deleted: [Tombstone]
+        _ socket: ZMQSocket, anchor newAnchor: Int64, previousAnchor: Int64, added: [Drink], deleted: [Tombstone],
+        arrived: ContinuousClock.Instant?
     ) {
         let body = WireFormat.changesMessage(anchor: newAnchor, previousAnchor: previousAnchor, added: added, deleted: deleted)
         _ = try? socket.send([Data("changes".utf8), Data(body)], dontWait: true)
+        if let arrived { publishDelay.observe(ContinuousClock.now - arrived) }
         anchor.store(max(anchor.load(ordering: .relaxed), newAnchor), ordering: .relaxed)
     }
 
@@ -190,7 +206,9 @@ public final class Broadcaster: Service {
                 logger.warning("could not page a large commit", ["error": "\(error)", "anchor": "\(batch.anchor)"])
                 return
             }
-            sendChanges(socket, anchor: page.anchor, previousAnchor: previous, added: page.added, deleted: page.deleted)
+            sendChanges(
+                socket, anchor: page.anchor, previousAnchor: previous, added: page.added, deleted: page.deleted,
+                arrived: batch.arrived)
             previous = page.anchor
             if !page.hasMore { break }
         }

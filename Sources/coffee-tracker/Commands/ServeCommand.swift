@@ -14,7 +14,11 @@ enum ServeCommand {
         publisher, the query endpoint and the anchored store. SIGINT or SIGTERM
         drains it: input stops, held work is committed, the last model is
         published, sockets close, and it exits 0. SIGHUP re-reads the clients
-        directory of security.curve. Files it creates are private (umask 077).
+        directory of security.curve and log.level (other keys need a restart;
+        the log says which changed). Files it creates are private (umask 077).
+        Under systemd (NOTIFY_SOCKET) it reports READY=1, STATUS=, STOPPING=1
+        and feeds the watchdog while every part answers; http.bind serves
+        /metrics, /healthz and /readyz.
 
         Options:
           --config FILE   configuration (default config/coffee-tracker.json when it
@@ -35,18 +39,20 @@ enum ServeCommand {
             throw Arguments.UsageError(description: "unexpected argument \"\(args.positional[0])\"")
         }
         let configuration: ServiceConfiguration
+        let path = configurationPath(args["config"])
         do {
-            configuration = try loadConfiguration(args["config"])
+            configuration = try loadConfiguration(path)
         } catch {
             printError("coffee-tracker serve: \(error)")
             return 2
         }
         LoggingSystem.shared.configure(
-            level: configuration.logLevel, handler: StderrLogHandler(format: configuration.logFormat))
+            level: configuration.logLevel,
+            handler: StderrLogHandler(format: configuration.logFormat, journal: StderrLogHandler.stderrIsJournal))
         // Everything the service creates is private to its user (PROTOCOL.md §6).
         umask(0o077)
-        let signals = SignalStream.make([SIGINT, SIGTERM, SIGHUP])
-        let service = CoffeeTrackerService(configuration: configuration)
+        let signals = SignalStream.make([SIGINT, SIGTERM, SIGHUP, SIGUSR1])
+        let service = CoffeeTrackerService(configuration: configuration, configurationPath: path)
         do {
             try await service.run(until: signals)
         } catch {

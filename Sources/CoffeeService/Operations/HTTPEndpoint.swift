@@ -1,0 +1,259 @@
+import CoffeeLifecycle
+import CoffeeLogging
+import Foundation
+import Synchronization
+import Syscall
+import ZeroMQ
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The monitoring endpoint of PROTOCOL.md §9 (`http.bind`): a small HTTP/1.1
+/// server on a thread of its own (`http`) that answers `GET /metrics`,
+/// `/healthz` and `/readyz`, and 404 for anything else.
+///
+/// Each connection gets one request and one response, then is closed. A
+/// request head over 8 KiB, or one slower than 5 s to arrive, is closed
+/// without an answer. Answers are made by `route` on the cooperative pool
+/// and handed back through a mailbox, so a slow answer never holds the
+/// thread, and nothing here ever waits for a socket loop or the store.
+public final class HTTPEndpoint: Service {
+    public struct Configuration: Sendable {
+        /// `host:port` (`http.bind`); port 0 lets the system choose.
+        public var bind: String = "127.0.0.1:5558"
+        /// How long a request may take to arrive.
+        public var requestTimeout: Duration = .seconds(5)
+        /// At most this many connections at once; more wait in the backlog.
+        public var maxConnections = 64
+
+        public init() {}
+    }
+
+    /// Answers a request (method, path).
+    public typealias Route = @Sendable (String, String) async -> HTTPResponse
+
+    public let name = "http"
+    private let configuration: Configuration
+    private let route: Route
+    private let mailbox: Mailbox<(Int32, [UInt8])>
+    private let stopping = Atomic<Bool>(false)
+    private let bound = Mutex<String?>(nil)
+    private let finished = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    private let hasFinished = Atomic<Bool>(false)
+    private let logger = Logger(label: "http")
+
+    public init(configuration: Configuration, route: @escaping Route) throws {
+        self.configuration = configuration
+        self.route = route
+        mailbox = try Mailbox()
+    }
+
+    /// The address really bound, `host:port`.
+    public var boundAddress: String? { bound.withLock { $0 } }
+
+    /// Binds and starts the thread.
+    ///
+    /// - Throws: `SystemCallError` naming `bind` and the address when it is taken or invalid.
+    public func start() async throws {
+        let listener = try Self.listen(on: configuration.bind)
+        let thread = Thread { [self] in
+            Thread.current.name = "http"
+            serve(listener)
+            Syscall.close(listener)
+            hasFinished.store(true, ordering: .sequentiallyConsistent)
+            finished.withLock { slot in
+                defer { slot = nil }
+                return slot
+            }?.resume()
+        }
+        thread.start()
+        logger.info("http endpoint listening", ["address": boundAddress ?? configuration.bind])
+    }
+
+    public func run() async throws {
+        await gracefulShutdown()
+        stopping.store(true, ordering: .sequentiallyConsistent)
+        mailbox.wake()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = finished.withLock { slot -> Bool in
+                if hasFinished.load(ordering: .sequentiallyConsistent) { return true }
+                slot = continuation
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    /// A listening TCP socket on `address` (`host:port`, IPv4 or `localhost`).
+    private static func listen(on address: String) throws(SystemCallError) -> Int32 {
+        guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else {
+            throw SystemCallError(call: "bind", detail: "http.bind \(address): expected host:port", errno: EINVAL)
+        }
+        var host = String(address[..<colon])
+        if host == "localhost" { host = "127.0.0.1" }
+        var socketAddress = sockaddr_in()
+        socketAddress.sin_family = sa_family_t(AF_INET)
+        socketAddress.sin_port = port.bigEndian
+        guard inet_pton(AF_INET, host, &socketAddress.sin_addr) == 1 else {
+            throw SystemCallError(call: "bind", detail: "http.bind \(address): not an IPv4 address", errno: EINVAL)
+        }
+        let fd = try Syscall.call("socket", "http") {
+            socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        }
+        do {
+            var one: Int32 = 1
+            try Syscall.call("setsockopt", "SO_REUSEADDR") {
+                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            }
+            let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            try withUnsafePointer(to: &socketAddress) { (p: UnsafePointer<sockaddr_in>) throws(SystemCallError) in
+                try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { (sa: UnsafePointer<sockaddr>) throws(SystemCallError) in
+                    _ = try Syscall.call("bind", "http.bind \(address)") { bind(fd, sa, length) }
+                }
+            }
+            try Syscall.call("listen", address) { Glibc.listen(fd, 64) }
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    private struct Client {
+        var buffer: [UInt8] = []
+        var deadline: ContinuousClock.Instant
+        var answering = false
+        var output: [UInt8] = []
+        var written = 0
+    }
+
+    /// The thread's loop: poll the listener, the mailbox and the clients.
+    private func serve(_ listener: Int32) {
+        recordBoundAddress(listener)
+        var clients: [Int32: Client] = [:]
+        while !stopping.load(ordering: .sequentiallyConsistent) {
+            var fds = [
+                pollfd(fd: listener, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: mailbox.fd, events: Int16(POLLIN), revents: 0),
+            ]
+            for (fd, client) in clients {
+                fds.append(pollfd(fd: fd, events: Int16(client.output.isEmpty ? POLLIN : POLLOUT), revents: 0))
+            }
+            let ready = (try? Syscall.call("poll") { poll(&fds, nfds_t(fds.count), 200) }) ?? 0
+            let now = ContinuousClock.now
+            if ready > 0 {
+                if fds[0].revents != 0 && clients.count < configuration.maxConnections {
+                    accept(listener, into: &clients, now: now)
+                }
+                if fds[1].revents != 0 {
+                    for (fd, bytes) in mailbox.drain() where clients[fd] != nil {
+                        clients[fd]!.output = bytes
+                        clients[fd]!.written = 0
+                    }
+                }
+                for item in fds.dropFirst(2) where item.revents != 0 {
+                    guard var client = clients[item.fd] else { continue }
+                    if client.output.isEmpty {
+                        guard read(item.fd, into: &client) else {
+                            close(item.fd, &clients)
+                            continue
+                        }
+                        clients[item.fd] = client
+                    } else {
+                        guard write(item.fd, from: &client) else {
+                            close(item.fd, &clients)
+                            continue
+                        }
+                        clients[item.fd] = client
+                    }
+                }
+            }
+            // Too slow to send its request: closed without an answer.
+            for (fd, client) in clients where !client.answering && now >= client.deadline { close(fd, &clients) }
+        }
+        for fd in clients.keys { Syscall.close(fd) }
+    }
+
+    private func recordBoundAddress(_ listener: Int32) {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) == 0 }
+        }
+        guard ok else { return }
+        var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+        inet_ntop(AF_INET, &address.sin_addr, &text, socklen_t(text.count))
+        let host = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        bound.withLock { $0 = "\(host):\(UInt16(bigEndian: address.sin_port))" }
+    }
+
+    private func accept(_ listener: Int32, into clients: inout [Int32: Client], now: ContinuousClock.Instant) {
+        while true {
+            let accepted = try? Syscall.nonBlocking("accept", "http") { Glibc.accept(listener, nil, nil) }
+            guard let fd = accepted else { return }
+            do {
+                try Syscall.addStatusFlags(fd, O_NONBLOCK)
+                try Syscall.call("fcntl(F_SETFD)") { fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            } catch {
+                Syscall.close(fd)
+                continue
+            }
+            clients[fd] = Client(deadline: now + configuration.requestTimeout)
+        }
+    }
+
+    /// Reads what arrived; false to close the connection.
+    private func read(_ fd: Int32, into client: inout Client) -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let got: Int?
+        do {
+            got = try Syscall.nonBlocking("read", "http client") { Glibc.read(fd, &chunk, chunk.count) }
+        } catch {
+            return false  // the client is gone
+        }
+        guard let n = got else { return true }  // nothing yet
+        guard n > 0 else { return false }  // closed by the client
+        guard !client.answering else { return true }  // one request per connection
+        client.buffer += chunk[..<n]
+        switch HTTPRequestHead.parse(client.buffer) {
+        case .incomplete: return true
+        case .tooLarge: return false
+        case .malformed:
+            client.answering = true
+            client.output = HTTPResponse(status: 400, body: "not an HTTP request\n").bytes
+            return true
+        case .request(let method, let path):
+            client.answering = true
+            let mailbox = self.mailbox
+            let route = self.route
+            Task {
+                let response: HTTPResponse =
+                    method == "GET" || method == "HEAD"
+                    ? await route(method, path) : HTTPResponse(status: 405, body: "only GET\n")
+                mailbox.post((fd, response.bytes))
+            }
+            return true
+        }
+    }
+
+    /// Writes what it can; false once all is written (or the client left).
+    private func write(_ fd: Int32, from client: inout Client) -> Bool {
+        let remaining = client.output.count - client.written
+        let written = client.written
+        let outcome = client.output.withUnsafeBytes { buffer in
+            Result { () throws(SystemCallError) in
+                try Syscall.nonBlocking("write", "http client") { Glibc.write(fd, buffer.baseAddress! + written, remaining) }
+            }
+        }
+        guard case .success(let result) = outcome else { return false }  // the client is gone
+        guard let n = result else { return true }  // would block: try again when writable
+        client.written += n
+        return client.written < client.output.count
+    }
+
+    private func close(_ fd: Int32, _ clients: inout [Int32: Client]) {
+        clients[fd] = nil
+        Syscall.close(fd)
+    }
+}

@@ -1,0 +1,76 @@
+/// The head of an HTTP/1.x request as far as the monitoring endpoint needs
+/// it: the method and the path. Pure, so that its limits are tested alone.
+public enum HTTPRequestHead: Equatable, Sendable {
+    /// No blank line yet: read on.
+    case incomplete
+    /// Larger than the limit before the head ended: close the connection.
+    case tooLarge
+    /// Not an HTTP request line.
+    case malformed
+    case request(method: String, path: String)
+
+    /// The most a request may send before its head ends (PROTOCOL.md §9: 8 KiB).
+    public static let limit = 8192
+
+    /// Reads `bytes`, everything received so far.
+    public static func parse(_ bytes: some Collection<UInt8>) -> HTTPRequestHead {
+        let bytes = Array(bytes)
+        guard let end = headEnd(bytes) else { return bytes.count > limit ? .tooLarge : .incomplete }
+        guard end <= limit else { return .tooLarge }
+        let lineEnd = bytes.firstIndex(of: UInt8(ascii: "\r")) ?? end
+        let words = bytes[..<lineEnd].split(separator: UInt8(ascii: " "))
+        guard words.count == 3, words[2].starts(with: Array("HTTP/1.".utf8)) else { return .malformed }
+        let method = String(decoding: words[0], as: UTF8.self)
+        var path = String(decoding: words[1], as: UTF8.self)
+        if let query = path.firstIndex(of: "?") { path = String(path[..<query]) }
+        return .request(method: method, path: path)
+    }
+
+    /// The offset just past the blank line that ends the head (`\r\n\r\n`, or `\n\n`).
+    private static func headEnd(_ bytes: [UInt8]) -> Int? {
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == 0x0A {
+                if i + 1 < bytes.count, bytes[i + 1] == 0x0A { return i + 2 }
+                if i + 2 < bytes.count, bytes[i + 1] == 0x0D, bytes[i + 2] == 0x0A { return i + 3 }
+            }
+            i += 1
+        }
+        return nil
+    }
+}
+
+/// A response of the monitoring endpoint.
+public struct HTTPResponse: Sendable, Equatable {
+    public var status: Int
+    public var contentType: String
+    public var body: String
+
+    public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: String) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 400: "Bad Request"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 408: "Request Timeout"
+        case 431: "Request Header Fields Too Large"
+        case 503: "Service Unavailable"
+        default: "Status"
+        }
+    }
+
+    /// The bytes on the wire; every response closes its connection.
+    public var bytes: [UInt8] {
+        let body = Array(self.body.utf8)
+        let head =
+            "HTTP/1.1 \(status) \(Self.reason(status))\r\nContent-Type: \(contentType)\r\n"
+            + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+        return Array(head.utf8) + body
+    }
+}

@@ -1,0 +1,4 @@
+/// This release's version (semantic versioning).
+enum CoffeeTrackerVersion {
+    static let number = "1.1.0"
+}
