@@ -20,8 +20,26 @@ extension Bench {
         var cpuPercent: Double
     }
 
-    func steady(rate: Double, seconds: Double, recent: Bool = false, curve: Bool = false) throws -> Steady {
+    /// - Parameter scrapes: read `/metrics` this many times a second
+    ///   meanwhile, from a thread of its own, as a Prometheus server would
+    ///   (each read on a new connection).
+    func steady(rate: Double, seconds: Double, recent: Bool = false, curve: Bool = false, scrapes: Double = 0) throws
+        -> Steady
+    {
         try live("latency", curve: curve) { s, subs, pub, base in
+            let scraping = Atomic<Bool>(scrapes > 0)
+            let scraped = Atomic<Int>(0)
+            if scrapes > 0, let address = s.endpoints["http"]?.first {
+                Thread.detachNewThread {
+                    while scraping.load(ordering: .relaxed) {
+                        if Self.httpGet(address, "/metrics")?.hasPrefix("HTTP/1.1 200") == true {
+                            scraped.add(1, ordering: .relaxed)
+                        }
+                        usleep(UInt32(1_000_000 / scrapes))
+                    }
+                }
+            }
+            defer { scraping.store(false, ordering: .relaxed) }
             let cpu0 = s.cpuSeconds
             let t0 = now()
             let sender = PacedSender(pub, count: Int(rate * seconds), rate: rate, recent: recent)
@@ -78,5 +96,33 @@ extension Bench {
             try Syscall.call("fdatasync", path) { fdatasync(fd) }
         }
         return (threadCPU() - c0) / (now() - t0) * 100
+    }
+
+    /// One HTTP GET on a new connection; the response's text, or nil.
+    static func httpGet(_ address: String, _ path: String) -> String? {
+        guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else {
+            return nil
+        }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var sa = sockaddr_in()
+        sa.sin_family = sa_family_t(AF_INET)
+        sa.sin_port = port.bigEndian
+        inet_pton(AF_INET, String(address[..<colon]), &sa.sin_addr)
+        let connected = withUnsafePointer(to: &sa) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return nil }
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: bench\r\n\r\n".utf8)
+        guard (request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }) == request.count else { return nil }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            out += buffer[..<n]
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -172,6 +172,16 @@ struct BenchMain {
                             figure: "CPU at 1000 events/s", value: cpu, unit: "% core", baseline: floor,
                             baselineName: "1000 fdatasyncs/s alone", ratio: cpu / floor, target: "<= 10", pass: cpu <= 10))
                     report(Row(figure: "  1000 write+fdatasync/s alone (floor)", value: floor, unit: "% core", target: "-"))
+                    var scrapedRuns: [Bench.Steady] = []
+                    for run in 1...runs {
+                        progress("latency at 1000/s while /metrics is read 10 times a second, run \(run) of \(runs)")
+                        scrapedRuns.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5, scrapes: 10))
+                    }
+                    let p99s = median(scrapedRuns.map(\.p99Ms))
+                    report(
+                        Row(
+                            figure: "  p99 at 1000/s, /metrics read 10/s", value: p99s, unit: "ms", baseline: p99,
+                            baselineName: "p99 unscraped", ratio: p99s / p99, target: "within the noise", pass: nil))
                     var curveRuns: [Bench.Steady] = []
                     for run in 1...runs {
                         progress("latency at 1000/s under CURVE, run \(run) of \(runs)")

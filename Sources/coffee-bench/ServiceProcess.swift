@@ -77,6 +77,11 @@ final class ServiceProcess {
         endpoints = [
             "ingest": ["ipc://\(folder.path)/in"], "updates": ["ipc://\(folder.path)/up"], "query": ["ipc://\(folder.path)/q"],
         ]
+        if let data = FileManager.default.contents(atPath: data.appendingPathComponent("endpoints.json").path),
+            let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let http = json["http"] as? String
+        {
+            endpoints["http"] = [http]
+        }
         return elapsed
     }
 
