@@ -68,8 +68,13 @@ public struct BatchDecoder: Sendable {
                     elements.add(try c.objectOrSkip(Input.self), rule)
                 }
             default:
-                _ = try c.value()
-                shaped = false
+                // A bare value, where the input takes one (a deletion's UUID).
+                if let input = Input.fromScalar(try c.value()) {
+                    elements = ValidatedElements(indexed: false, capacity: 1)
+                    elements.add(input, rule)
+                } else {
+                    shaped = false
+                }
             }
             try c.end()
         } catch {
@@ -82,9 +87,10 @@ public struct BatchDecoder: Sendable {
         return try elements.result()
     }
 
-    /// Each element as a `T`, or nil where it is not an object.
+    /// Each element as a `T`, or nil where it is neither an object nor a
+    /// value `T` takes in place of one.
     public static func objects<T: JSONObjectInput>(_: T.Type, _ items: [JSONValue]) -> [T?] {
-        items.map { item in if case .object = item { T(json: item) } else { nil } }
+        items.map { item in if case .object = item { T(json: item) } else { T.fromScalar(item) } }
     }
 
     /// A short reason for a decoding failure, without Foundation's noise.

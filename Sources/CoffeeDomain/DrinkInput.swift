@@ -24,9 +24,14 @@ public protocol JSONObjectInput: Sendable {
     /// Takes one member of the object. A name given twice is taken twice,
     /// so the last one wins, as with `JSONValue[member:]`.
     mutating func take(_ key: JSONKey, _ value: JSONValue)
+    /// An input from a value that is not an object, where the contract
+    /// allows one (a deletion given as a bare UUID string); nil otherwise.
+    static func fromScalar(_ value: JSONValue) -> Self?
 }
 
 extension JSONObjectInput {
+    public static func fromScalar(_ value: JSONValue) -> Self? { nil }
+
     /// From an object already read whole (an inbox document, a query).
     public init(json object: JSONValue) {
         self.init()
@@ -155,9 +160,21 @@ public struct DeletionInput: Decodable, JSONObjectInput {
 
     public init() {}
 
+    /// A bare UUID string means `{"uuid": "<that UUID>"}` (PROTOCOL.md §1).
+    public static func fromScalar(_ value: JSONValue) -> DeletionInput? {
+        guard case .string = value else { return nil }
+        var input = DeletionInput()
+        input.named = .init(json: value, expected: "a string")
+        return input
+    }
+
     enum Key: String, CodingKey { case uuid, version, delete }
 
     public init(from decoder: any Decoder) throws {
+        if let bare = try? decoder.singleValueContainer().decode(String.self) {
+            named = .value(bare)
+            return
+        }
         let c = try decoder.container(keyedBy: Key.self)
         named = DrinkInput.field(c, .uuid, "a string")
         if c.contains(.delete) { delete = DrinkInput.field(c, .delete, "a string") }

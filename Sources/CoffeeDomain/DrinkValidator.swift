@@ -9,10 +9,19 @@ public struct DrinkValidator: Sendable {
     public struct Limits: Sendable, Hashable {
         public var maxMgCaffeine: Double
         public var maxFutureSkew: TimeInterval
+        /// No drink is dated before this (`limits.earliestDate`): a date of
+        /// 1970 is almost always a zero where a date should be.
+        public var earliestDate: Date
 
-        public init(maxMgCaffeine: Double = 1000, maxFutureSkew: TimeInterval = 300) {
+        /// 2000-01-01T00:00:00Z.
+        public static let defaultEarliestDate = Date(timeIntervalSince1970: 946_684_800)
+
+        public init(
+            maxMgCaffeine: Double = 1000, maxFutureSkew: TimeInterval = 300, earliestDate: Date = Limits.defaultEarliestDate
+        ) {
             self.maxMgCaffeine = maxMgCaffeine
             self.maxFutureSkew = maxFutureSkew
+            self.earliestDate = earliestDate
         }
     }
 
@@ -69,6 +78,13 @@ public struct DrinkValidator: Sendable {
         case .absent: throw ValidationError(field: "date", rule: "is required")
         case .wrongType(let expected): throw ValidationError(field: "date", rule: "must be \(expected)")
         case .value(let raw): date = try Self.date(raw, field: "date")
+        }
+        guard date >= limits.earliestDate else {
+            throw ValidationError(
+                field: "date",
+                rule:
+                    "must not be before limits.earliestDate (\(RFC3339.string(limits.earliestDate))), got \(RFC3339.string(date))"
+            )
         }
         let skew = date.timeIntervalSince(now)
         guard skew <= limits.maxFutureSkew else {

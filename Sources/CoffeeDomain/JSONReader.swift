@@ -77,11 +77,12 @@ public enum JSONReader {
             try parser.object(T.self)
         }
 
-        /// The next value as a `T` when it is an object; otherwise read, dropped, and nil.
+        /// The next value as a `T` when it is an object, or a value `T`
+        /// takes in place of one (`fromScalar`: a deletion's bare UUID);
+        /// otherwise read, dropped, and nil.
         public mutating func objectOrSkip<T: JSONObjectInput>(_: T.Type) throws(SyntaxError) -> T? {
             if peek() == UInt8(ascii: "{") { return try object(T.self) }
-            _ = try value()
-            return nil
+            return T.fromScalar(try value())
         }
 
         /// The next value, an array: `element` reads each element (exactly one value).

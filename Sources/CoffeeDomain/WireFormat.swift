@@ -76,7 +76,12 @@ public enum WireFormat {
                 "timeline",
                 .array(
                     model.timeline.map {
-                        .object([("date", .string(RFC3339.string($0.date))), ("mgCaffeine", .double($0.mgCaffeine))])
+                        // Rounded to 6 decimals (a nanogram): 287 points of
+                        // 17-digit noise helped no one. `mgCaffeine` above keeps full precision.
+                        .object([
+                            ("date", .string(RFC3339.string($0.date))),
+                            ("mgCaffeine", .double(($0.mgCaffeine * 1e6).rounded() / 1e6)),
+                        ])
                     })
             ),
         ]

@@ -28,6 +28,9 @@ public struct WriteResult: Sendable, Hashable {
     public var added: Int
     /// Saves ignored because a record with the same or a higher version exists.
     public var duplicates: Int
+    /// Of those, the ones whose record is a deletion: the drink was deleted,
+    /// and only a higher version brings it back (PROTOCOL.md §1).
+    public var deletedDuplicates: [Tombstone] = []
     /// Live drinks that became tombstones.
     public var deleted: Int
     /// Deletions of UUIDs with no live drink (a tombstone is stored or kept).
@@ -108,6 +111,19 @@ public struct CommittedBatch: Sendable, Hashable {
 
     /// Each UUID once, in its final state, in order of first appearance:
     /// what a `changes` message carries. Resolves on every call.
+    /// The commit as pages of at most `size` changes, in order, each with
+    /// the anchors it spans: a page's changes took the anchors after its
+    /// `previousAnchor` up to its `anchor`, one each, so the pages chain.
+    public func pages(of size: Int) -> [CommittedBatch] {
+        guard log.count > size else { return [self] }
+        return stride(from: 0, to: log.count, by: size).map { start in
+            let end = min(start + size, log.count)
+            return CommittedBatch(
+                anchor: previousAnchor + Int64(end), previousAnchor: previousAnchor + Int64(start), log: Array(log[start..<end]),
+                arrived: arrived)
+        }
+    }
+
     public func resolved() -> (added: [Drink], deleted: [Tombstone]) {
         var final: [Change] = []
         final.reserveCapacity(log.count)

@@ -56,16 +56,18 @@ public enum ConfigurationLoader {
             if let v = try reader.number(s, "inbox.sweepIntervalS", above: 0) { c.inboxSweepIntervalS = v }
         }
         if let s = try reader.section(top, "ingest", allowed: ["bind", "connect", "receiveHighWaterMark"]) {
-            if let v = try reader.endpoints(s, "ingest.bind") { c.ingestBind = v }
-            if let v = try reader.connectEntries(s, "ingest.connect") { c.ingestConnect = v }
+            if let v = try reader.endpoints(s, "ingest.bind") { c.ingestBind = v.map { resolveIPC($0, folder) } }
+            if let v = try reader.connectEntries(s, "ingest.connect") {
+                c.ingestConnect = v.map { .init(endpoint: resolveIPC($0.endpoint, folder), serverKey: $0.serverKey) }
+            }
             if let v = try reader.int(s, "ingest.receiveHighWaterMark", min: 0) { c.ingestReceiveHighWaterMark = v }
         }
         if let s = try reader.section(top, "updates", allowed: ["bind", "sendHighWaterMark"]) {
-            if let v = try reader.endpoints(s, "updates.bind") { c.updatesBind = v }
+            if let v = try reader.endpoints(s, "updates.bind") { c.updatesBind = v.map { resolveIPC($0, folder) } }
             if let v = try reader.int(s, "updates.sendHighWaterMark", min: 0) { c.updatesSendHighWaterMark = v }
         }
         if let s = try reader.section(top, "query", allowed: ["bind"]) {
-            if let v = try reader.endpoints(s, "query.bind") { c.queryBind = v }
+            if let v = try reader.endpoints(s, "query.bind") { c.queryBind = v.map { resolveIPC($0, folder) } }
         }
         if let s = try reader.section(top, "http", allowed: ["bind"]) {
             if s.contains(where: { $0.0 == "bind" && $0.1 == .null }) {
@@ -95,8 +97,15 @@ public enum ConfigurationLoader {
             if let v = try reader.number(s, "store.tombstoneRetentionDays", above: 0) { c.tombstoneRetentionDays = v }
         }
         if let s = try reader.section(
-            top, "limits", allowed: ["maxMgCaffeine", "maxFutureSkewS", "maxMessageBytes", "maxFileBytes"])
+            top, "limits", allowed: ["maxMgCaffeine", "maxFutureSkewS", "earliestDate", "maxMessageBytes", "maxFileBytes"])
         {
+            if let v = try reader.string(s, "limits.earliestDate") {
+                guard let date = RFC3339.parse(v) else {
+                    throw reader.fail(
+                        "limits.earliestDate", "must be an RFC 3339 date with a zone (2000-01-01T00:00:00Z), got \"\(v)\"")
+                }
+                c.earliestDate = date
+            }
             if let v = try reader.number(s, "limits.maxMgCaffeine", above: 0) { c.maxMgCaffeine = v }
             if let v = try reader.number(s, "limits.maxFutureSkewS", above: -1) { c.maxFutureSkewS = v }
             if let v = try reader.int(s, "limits.maxMessageBytes", min: 64) { c.maxMessageBytes = v }
@@ -132,6 +141,15 @@ public enum ConfigurationLoader {
             }
         }
         return c
+    }
+
+    /// An `ipc://` endpoint with a relative path is relative to the
+    /// configuration's folder, as the data and inbox paths are, so the same
+    /// file works from any working folder.
+    static func resolveIPC(_ endpoint: String, _ folder: String) -> String {
+        guard endpoint.hasPrefix("ipc://") else { return endpoint }
+        let path = String(endpoint.dropFirst("ipc://".count))
+        return path.hasPrefix("/") || path.hasPrefix("@") ? endpoint : "ipc://" + resolve(path, folder)
     }
 
     static func resolve(_ path: String, _ folder: String) -> String {

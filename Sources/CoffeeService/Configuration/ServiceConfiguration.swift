@@ -28,6 +28,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var tombstoneRetentionDays: Double = 30
     public var maxMgCaffeine: Double = 1000
     public var maxFutureSkewS: Double = 300
+    /// `limits.earliestDate`: drinks dated before it are refused.
+    public var earliestDate: Date = DrinkValidator.Limits.defaultEarliestDate
     public var maxMessageBytes: Int = 1_048_576
     public var maxFileBytes: Int = 268_435_456
     public var logLevel: Logger.Level = .info
@@ -65,7 +67,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
             "halfLifeHours": "model.halfLifeHours", "timeZone": "model.timeZone", "modelIntervalMs": "publish.modelIntervalMs",
             "refreshIntervalS": "publish.refreshIntervalS", "heartbeatIntervalS": "publish.heartbeatIntervalS",
             "tombstoneRetentionDays": "store.tombstoneRetentionDays", "maxMgCaffeine": "limits.maxMgCaffeine",
-            "maxFutureSkewS": "limits.maxFutureSkewS", "maxMessageBytes": "limits.maxMessageBytes",
+            "maxFutureSkewS": "limits.maxFutureSkewS", "earliestDate": "limits.earliestDate",
+            "maxMessageBytes": "limits.maxMessageBytes",
             "maxFileBytes": "limits.maxFileBytes", "logLevel": "log.level", "logFormat": "log.format",
             "curveSecretKeyFile": "security.curve.secretKeyFile", "curveClientsDirectory": "security.curve.clientsDirectory",
             "allowPlaintextRemote": "security.allowPlaintextRemote",
@@ -94,7 +97,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var endpointsPath: String { (dataDirectory as NSString).appendingPathComponent("endpoints.json") }
 
     public var limits: DrinkValidator.Limits {
-        DrinkValidator.Limits(maxMgCaffeine: maxMgCaffeine, maxFutureSkew: maxFutureSkewS)
+        DrinkValidator.Limits(maxMgCaffeine: maxMgCaffeine, maxFutureSkew: maxFutureSkewS, earliestDate: earliestDate)
     }
 
     public var caffeineModel: CaffeineModel {

@@ -110,6 +110,11 @@ public final class CoffeeTrackerService: Sendable {
             if error.isStartFailure, let underlying = error.underlying { throw StartupError(description: "\(underlying)") }
             throw StartupError(description: "\(error)")
         }
+        // ipc:// socket files bound here go with the service.
+        for endpoint in parts.ingest.boundEndpoints + parts.broadcaster.boundEndpoints + parts.query.boundEndpoints
+        where endpoint.hasPrefix("ipc:///") {
+            _ = unlink(String(endpoint.dropFirst("ipc://".count)))
+        }
         let anchor = await parts.model.anchor
         logger.notice(
             "stopped",

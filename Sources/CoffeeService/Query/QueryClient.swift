@@ -2,6 +2,10 @@ import CoffeeDomain
 import Foundation
 import ZeroMQ
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A blocking client of the query endpoint, for the command line and tests.
 ///
 /// - Important: blocks its thread for up to `timeout`; not for use on the
@@ -19,9 +23,11 @@ public final class QueryClient {
 
     /// - Parameter curve: the CURVE client settings when the service runs
     ///   with `security.curve`; nil for plaintext.
+    /// - Parameter timeout: seconds to wait for each answer; 0 waits for ever.
     public init(endpoint: String, timeout: TimeInterval = 5, curve: ClientCurve? = nil) throws {
+        try EndpointDiscovery.checkScheme(endpoint)
         self.endpoint = endpoint
-        timeoutMs = Int32(timeout * 1000)
+        timeoutMs = timeout <= 0 ? -1 : Int32(timeout * 1000)
         socket = try ZMQSocket(context, .dealer)
         try socket.setLinger(ms: 0)
         try socket.secure(curve)
@@ -52,7 +58,7 @@ public final class QueryClient {
     public func call(_ request: JSONValue) throws -> [String: Any] {
         try socket.send([Data(), request.data()])
         let items = [ZMQSocket.PollItem.socket(socket)]
-        let ready = try ZMQSocket.poll(items, timeoutMs: Int(timeoutMs))
+        let ready = try ZMQSocket.poll(items, timeoutMs: Int(timeoutMs))  // -1: for ever
         guard ready.first == true, let frames = try socket.receive(dontWait: true), let body = frames.last else {
             throw Failure(
                 description:
@@ -122,6 +128,34 @@ extension ZMQSocket {
 /// Where a client finds the service: `endpoints.json` in the data folder
 /// when the service wrote one, else the configured binds.
 public enum EndpointDiscovery {
+    /// A client-side endpoint needs its scheme; say which form is meant.
+    ///
+    /// - Throws: `QueryClient.Failure` showing the right form.
+    public static func checkScheme(_ endpoint: String) throws {
+        guard !["tcp://", "ipc://", "inproc://"].contains(where: { endpoint.hasPrefix($0) }) else { return }
+        let form = endpoint.contains(":") ? "tcp://\(endpoint)" : "ipc://\(endpoint)"
+        throw QueryClient.Failure(
+            description: "endpoint \"\(endpoint)\" needs a scheme: \(form) (tcp://HOST:PORT, or ipc:///path/to/socket)")
+    }
+
+    /// The endpoints the running service wrote to `endpoints.json`, checked
+    /// for a service that is gone: when the pid it names is not running,
+    /// clients fail at once instead of waiting out their timeout.
+    ///
+    /// - Throws: `QueryClient.Failure` naming the pid and the file.
+    public static func running(_ configuration: ServiceConfiguration) throws -> (query: String, updates: String, ingest: String) {
+        if let data = FileManager.default.contents(atPath: configuration.endpointsPath),
+            let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let pid = (json["pid"] as? NSNumber)?.int32Value, pid > 0, kill(pid, 0) != 0, errno == ESRCH
+        {
+            throw QueryClient.Failure(
+                description:
+                    "the service is not running: \(configuration.endpointsPath) names pid \(pid), which has exited; start it with `coffee-tracker serve`"
+            )
+        }
+        return endpoints(configuration)
+    }
+
     /// The service's public key from `endpoints.json` (nil for plaintext, or no file).
     public static func serverKey(_ configuration: ServiceConfiguration) -> String? {
         guard let data = FileManager.default.contents(atPath: configuration.endpointsPath),

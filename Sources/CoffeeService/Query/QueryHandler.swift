@@ -177,10 +177,22 @@ public struct QueryHandler: Sendable {
         }
         let result = try await store.save(drinks)
         count(result)
-        return .object([
+        var reply: [(String, JSONValue)] = [
             ("ok", true), ("anchor", .int(result.anchor)), ("added", .int(Int64(result.added))),
             ("duplicates", .int(Int64(result.duplicates))),
-        ])
+        ]
+        if !result.deletedDuplicates.isEmpty {
+            // Duplicates that were deletions: said so, with what would restore them.
+            reply.append(
+                (
+                    "deletedDuplicates",
+                    .array(
+                        result.deletedDuplicates.map {
+                            .object([("uuid", .string($0.uuid.uuidString)), ("version", .int($0.version))])
+                        })
+                ))
+        }
+        return .object(reply)
     }
 
     func delete(_ request: QueryRequest) async throws -> JSONValue {

@@ -116,12 +116,14 @@ public final class Broadcaster: Service {
                         switch m {
                         case .message(let topic, let body):
                             _ = try? socket.send([Data(topic.utf8), body], dontWait: true)
-                        case .commit(let batch):
-                            let (added, deleted) = batch.resolved()
-                            self.sendChanges(
-                                socket, anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: added,
-                                deleted: deleted,
-                                arrived: batch.arrived)
+                        case .commit(let commit):
+                            // At most `pageSize` changes a message (PROTOCOL.md §3): a larger commit's pages chain.
+                            for batch in commit.pages(of: Self.pageSize) {
+                                let (added, deleted) = batch.resolved()
+                                self.sendChanges(
+                                    socket, anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: added,
+                                    deleted: deleted, arrived: batch.arrived)
+                            }
                         case .pages(let batch):
                             self.sendPages(socket, batch)
                         case .barrier(let reached):
@@ -195,7 +197,10 @@ public final class Broadcaster: Service {
     /// published as several messages whose anchors chain (`previousAnchor` of
     /// each is the `anchor` of the one before), so no message grows with the
     /// commit. Later messages wait in the mailbox, so order holds.
-    private func sendPages(_ socket: ZMQSocket, _ batch: CommittedBatch, pageSize: Int = 5000) {
+    /// The most changes one `changes` message carries (PROTOCOL.md §3).
+    static let pageSize = 5000
+
+    private func sendPages(_ socket: ZMQSocket, _ batch: CommittedBatch, pageSize: Int = Broadcaster.pageSize) {
         var previous = batch.previousAnchor
         while previous < batch.anchor {
             let page: ChangeSet

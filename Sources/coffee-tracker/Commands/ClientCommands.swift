@@ -7,7 +7,7 @@ enum ClientCommands {
     static let common = """
           --config FILE      find the service through this configuration
           --query ENDPOINT   the query endpoint (default: from the configuration)
-          --timeout SECONDS  how long to wait for an answer (default 5)
+          --timeout SECONDS  how long to wait for an answer (default 5; 0 waits for ever)
           --key FILE         this client's secret certificate (NAME.key_secret), when
                              the service runs with security.curve
           --server-key KEY   the service's public key (default: endpoints.json
@@ -64,7 +64,7 @@ enum ClientCommands {
             return 0
         }
         let configuration = try loadConfiguration(args["config"])
-        let endpoint = args["query"] ?? EndpointDiscovery.endpoints(configuration).query
+        let endpoint = try args["query"] ?? EndpointDiscovery.running(configuration).query
         let timeout = try args["timeout"].map { try number($0, "--timeout") } ?? 5
         let curve = try ClientCurve.from(
             keyFile: args["key"], serverKey: args["server-key"], discovered: EndpointDiscovery.serverKey(configuration))
@@ -84,17 +84,45 @@ enum ClientCommands {
             if let mg = args["mg"] { drink.append(("mgCaffeine", .double(try number(mg, "--mg")))) }
             if let v = args["version"] { drink.append(("version", .double(try number(v, "--version")))) }
             if let s = args["source"] { drink.append(("source", .string(s))) }
-            let reply = try request(client, [("op", "add"), ("drinks", .array([.object(drink)]))], args)
+            let reply = try request(client, [("op", "add"), ("drinks", .array([.object(drink)]))], args, what: "drink")
             if !args.has("json") {
-                print("anchor \(reply["anchor"] ?? 0): added \(reply["added"] ?? 0), duplicates \(reply["duplicates"] ?? 0)")
+                let uuid = drink.first { $0.0 == "uuid" }.map { "\($0.1)" } ?? ""
+                let anchor = reply["anchor"] ?? 0
+                if let deleted = (reply["deletedDuplicates"] as? [[String: Any]])?.first {
+                    let version = (deleted["version"] as? NSNumber)?.int64Value ?? 1
+                    print(
+                        "nothing added: \(unquoted(uuid)) was deleted (a tombstone with version \(version) is kept, so an older copy stays deleted); to restore it, add it again with --version \(version + 1)"
+                    )
+                } else if (reply["added"] as? NSNumber)?.intValue == 0 {
+                    print(
+                        "nothing added: \(unquoted(uuid)) is already stored with this version or a higher one; to replace it, add it with a higher --version"
+                    )
+                } else {
+                    let stored = try? request(
+                        client,
+                        [
+                            ("op", "changes"), ("anchor", .int(max(0, ((anchor as? NSNumber)?.int64Value ?? 1) - 1))),
+                            ("limit", 1),
+                        ], Arguments([], valued: [], switches: []))
+                    let d = (stored?["added"] as? [[String: Any]])?.first ?? [:]
+                    print("added \(describe(d)), anchor \(anchor)")
+                }
             }
         case "delete":
             guard args.positional.count == 1 else { throw Arguments.UsageError(description: "delete needs exactly one UUID") }
             var deletion: [(String, JSONValue)] = [("uuid", .string(args.positional[0]))]
             if let v = args["version"] { deletion.append(("version", .double(try number(v, "--version")))) }
-            let reply = try request(client, [("op", "delete"), ("deletions", .array([.object(deletion)]))], args)
+            let reply = try request(
+                client, [("op", "delete"), ("deletions", .array([.object(deletion)]))], args, what: "deletion")
             if !args.has("json") {
-                print("anchor \(reply["anchor"] ?? 0): deleted \(reply["deleted"] ?? 0), unknown \(reply["unknown"] ?? 0)")
+                let uuid = args.positional[0].uppercased()
+                if (reply["deleted"] as? NSNumber)?.intValue == 1 {
+                    print("deleted \(uuid), anchor \(reply["anchor"] ?? 0)")
+                } else {
+                    print(
+                        "no live drink has UUID \(uuid): a tombstone is stored (or was already), so a later copy of it stays deleted; check the UUID with `coffee-tracker changes`"
+                    )
+                }
             }
         case "changes":
             var anchor: JSONValue = .null
@@ -109,7 +137,7 @@ enum ClientCommands {
                 let reply = try request(client, [("op", "changes"), ("anchor", anchor), ("limit", .double(limit))], args)
                 if !args.has("json") {
                     for d in reply["added"] as? [[String: Any]] ?? [] {
-                        print("+ \(d["uuid"] ?? "") \(d["mgCaffeine"] ?? "") \(d["date"] ?? "")")
+                        print("+ \(d["uuid"] ?? "") \(d["mgCaffeine"] ?? "") \(d["date"] ?? "") \(d["type"] ?? "-")")
                     }
                     for d in reply["deleted"] as? [[String: Any]] ?? [] {
                         print("- \(d["uuid"] ?? "") v\(d["version"] ?? "")")
@@ -126,16 +154,7 @@ enum ClientCommands {
             var modelRequest: [(String, JSONValue)] = [("op", "model")]
             if let at = args["at"] { modelRequest.append(("at", .string(at))) }
             let reply = try request(client, modelRequest, args)
-            if !args.has("json") {
-                let mg = (reply["mgCaffeine"] as? NSNumber)?.doubleValue ?? 0
-                let cups = (reply["cupsToday"] as? NSNumber)?.doubleValue ?? 0
-                print(String(format: "caffeine  %.1f mg (%@)", mg, (reply["level"] as? String) ?? "?"))
-                print(
-                    String(
-                        format: "cups      %.2f today (%@), %@ drinks", cups, (reply["cupsLevel"] as? String) ?? "?",
-                        "\(reply["drinksToday"] ?? 0)"))
-                print("at        \(reply["at"] ?? "")  anchor \(reply["anchor"] ?? 0)")
-            }
+            if !args.has("json") { print(explain(model: reply)) }
         default:  // status
             let reply = try request(client, [("op", "stats")], args)
             if !args.has("json") {
@@ -147,13 +166,62 @@ enum ClientCommands {
         return 0
     }
 
-    /// Sends a request; prints the raw reply with --json; turns an error reply into a failure.
-    static func request(_ client: QueryClient, _ members: [(String, JSONValue)], _ args: Arguments) throws -> [String: Any] {
+    /// Sends a request; prints the raw reply with --json; turns an error
+    /// reply into a failure worded for a person (`what` names the thing sent).
+    static func request(_ client: QueryClient, _ members: [(String, JSONValue)], _ args: Arguments, what: String = "request")
+        throws -> [String: Any]
+    {
         let reply = try client.call(.object(members))
         if args.has("json"), let data = try? JSONSerialization.data(withJSONObject: reply, options: [.sortedKeys]) {
             print(String(decoding: data, as: UTF8.self))
         }
-        return try QueryClient.checked(reply)
+        guard reply["ok"] as? Bool == true else {
+            let error = reply["error"] as? [String: Any] ?? [:]
+            var message = "\(error["message"] ?? "no message")"
+            if message.hasPrefix("element 0: ") { message.removeFirst("element 0: ".count) }  // one thing was sent
+            let code = error["code"] as? String ?? "error"
+            let lead =
+                switch code {
+                case "invalid_drink": "the service refused the \(what)"
+                case "bad_request": "the service could not read the request"
+                case "forbidden": "not allowed"
+                case "unavailable": "the service cannot take it now"
+                case "anchor_expired": "that anchor is too old"
+                case "too_large": "the request is too large"
+                default: "the service failed (\(code))"
+                }
+            throw QueryClient.Failure(description: "\(lead): \(message)")
+        }
+        return reply
+    }
+
+    /// "doubleEspresso 128 mg at 2026-…, 6F1C…" for a drink as the wire has it.
+    static func describe(_ d: [String: Any]) -> String {
+        let mg = (d["mgCaffeine"] as? NSNumber)?.doubleValue ?? 0
+        let type = d["type"].map { "\($0) " } ?? ""
+        return "\(type)\(formatNumber(mg)) mg at \(d["date"] ?? "?"), uuid \(d["uuid"] ?? "?")"
+    }
+
+    static func unquoted(_ text: String) -> String { text.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+
+    static func formatNumber(_ v: Double) -> String {
+        v == v.rounded() ? String(Int(v)) : String(format: "%.1f", v)
+    }
+
+    /// The model as a person reads it: rounded, with what each figure means.
+    static func explain(model reply: [String: Any]) -> String {
+        let mg = (reply["mgCaffeine"] as? NSNumber)?.doubleValue ?? 0
+        let cups = (reply["cupsToday"] as? NSNumber)?.doubleValue ?? 0
+        let drinks = (reply["drinksToday"] as? NSNumber)?.intValue ?? 0
+        let halfLife = (reply["halfLifeHours"] as? NSNumber)?.doubleValue ?? 5
+        let level = reply["level"] as? String ?? "?"
+        let cupsLevel = reply["cupsLevel"] as? String ?? "?"
+        return [
+            "caffeine  \(Int(mg.rounded())) mg in the body now: \(level) (green under 200 mg, yellow under 400, red above; half-life \(formatNumber(halfLife)) h)",
+            "cups      \(String(format: "%.1f", cups)) today, counting one cup as 96 mg (a small coffee): \(cupsLevel) (green under 3, yellow under 5, red above)",
+            "drinks    \(drinks) \(drinks == 1 ? "drink" : "drinks") since midnight",
+            "at        \(reply["at"] ?? "?") (anchor \(reply["anchor"] ?? 0): the store's changes this model includes)",
+        ].joined(separator: "\n")
     }
 
     static func number(_ text: String, _ flag: String) throws -> Double {

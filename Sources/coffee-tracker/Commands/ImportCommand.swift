@@ -37,7 +37,7 @@ enum ImportCommand {
         }
         guard !args.positional.isEmpty else { throw Arguments.UsageError(description: "import needs at least one FILE") }
         let configuration = try loadConfiguration(args["config"])
-        let endpoint = args["query"] ?? EndpointDiscovery.endpoints(configuration).query
+        let endpoint = try args["query"] ?? EndpointDiscovery.running(configuration).query
         let timeout = args["timeout"].flatMap(Double.init) ?? 30
         let curve = try ClientCurve.from(
             keyFile: args["key"], serverKey: args["server-key"], discovered: EndpointDiscovery.serverKey(configuration))

@@ -18,7 +18,9 @@ enum WatchCommand {
         endpoint right after subscribing). Elsewhere it prints one line per
         message: "TOPIC JSON".
           --count N          stop after N messages
-          --timeout SECONDS  fail if nothing (not even a heartbeat) arrives in time (default 5)
+          --timeout SECONDS  how long without any message (not even a heartbeat)
+                             before it gives up (default 5; 0 waits for ever); on a
+                             terminal it says "reconnecting…" and carries on instead
           --key FILE         this client's secret certificate, under security.curve
           --server-key KEY   the service's public key (default: endpoints.json via --config)
         """
@@ -31,19 +33,26 @@ enum WatchCommand {
             return 0
         }
         let configuration = try loadConfiguration(args["config"])
-        let discovered = EndpointDiscovery.endpoints(configuration)
-        let endpoint = args["updates"] ?? discovered.updates
+        let discovered =
+            try args["updates"] == nil ? EndpointDiscovery.running(configuration) : EndpointDiscovery.endpoints(configuration)
+        var endpoint = args["updates"] ?? discovered.updates
+        try EndpointDiscovery.checkScheme(endpoint)
         let limit = args["count"].flatMap { Int($0) } ?? Int.max
-        let timeoutMs = Int((args["timeout"].flatMap { Double($0) } ?? 5) * 1000)
+        let seconds = args["timeout"].flatMap { Double($0) } ?? 5
+        let timeoutMs = seconds <= 0 ? -1 : Int(seconds * 1000)  // 0: wait for ever
         let context = ZMQContext()
         let curve = try ClientCurve.from(
             keyFile: args["key"], serverKey: args["server-key"], discovered: EndpointDiscovery.serverKey(configuration))
-        let socket = try ZMQSocket(context, .sub)
+        func subscribe(_ endpoint: String) throws -> ZMQSocket {
+            let socket = try ZMQSocket(context, .sub)
+            try socket.setLinger(ms: 0)
+            try socket.secure(curve)
+            try socket.subscribe("")
+            try socket.connect(endpoint)
+            return socket
+        }
+        var socket = try subscribe(endpoint)
         defer { socket.close() }
-        try socket.setLinger(ms: 0)
-        try socket.secure(curve)
-        try socket.subscribe("")
-        try socket.connect(endpoint)
         let tty = isatty(1) != 0
         var seen = 0
         var lastModel: [String: Any] = [:]
@@ -64,9 +73,21 @@ enum WatchCommand {
             guard try ZMQSocket.poll([.socket(socket)], timeoutMs: timeoutMs).first == true,
                 let frames = try socket.receive(dontWait: true), frames.count == 2
             else {
-                printError(
-                    "coffee-tracker watch: nothing from \(endpoint) in \(Double(timeoutMs) / 1000) s; is the service running?")
-                return 1
+                guard tty else {
+                    printError(
+                        "coffee-tracker watch: nothing from \(endpoint) in \(Double(timeoutMs) / 1000) s; is the service running?"
+                    )
+                    return 1
+                }
+                // A person is watching: say so and carry on, finding the
+                // service again (a restart may have bound a new port).
+                draw(lastModel, anchor: lastAnchor, latest: "nothing for \(Int(seconds)) s: reconnecting…")
+                if args["updates"] == nil, let fresh = try? EndpointDiscovery.running(configuration).updates, fresh != endpoint {
+                    socket.close()
+                    endpoint = fresh
+                    socket = try subscribe(endpoint)
+                }
+                continue
             }
             seen += 1
             let topic = String(decoding: frames[0], as: UTF8.self)
@@ -94,7 +115,11 @@ enum WatchCommand {
         print("Coffee Tracker — live")
         print(String(format: "caffeine  \u{1B}[%@m%.1f mg (%@)\u{1B}[0m", colour, mg, level))
         print(String(format: "cups      %.2f today", cups))
-        print("next 24 h \(sparkline(points, width: 48))")
+        let top = points.max() ?? 0
+        print("next 24 h \(sparkline(points, width: 48))  top \(Int(top.rounded())) mg")
+        print(
+            "          now" + String(repeating: " ", count: 7) + "+6 h" + String(repeating: " ", count: 8) + "+12 h"
+                + String(repeating: " ", count: 7) + "+18 h" + String(repeating: " ", count: 4) + "+24 h")
         print("anchor    \(anchor)   last: \(latest)")
         fflush(nil)
     }
