@@ -47,4 +47,18 @@ struct Arguments {
 
     subscript(_ name: String) -> String? { options[name] }
     func has(_ name: String) -> Bool { switches.contains(name) }
+
+    /// The words of a command that takes only `--config`: nil when `--help`
+    /// was asked for (and printed).
+    static func configOnly(_ words: [String], help: String) throws -> Arguments? {
+        let args = try Arguments(words, valued: ["config"], switches: ["help"])
+        if args.has("help") {
+            print(help)
+            return nil
+        }
+        guard args.positional.isEmpty else {
+            throw UsageError(description: "unexpected argument \"\(args.positional[0])\"")
+        }
+        return args
+    }
 }

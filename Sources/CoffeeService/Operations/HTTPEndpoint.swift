@@ -39,8 +39,8 @@ public final class HTTPEndpoint: Service {
     private let mailbox: Mailbox<(Int32, [UInt8])>
     private let stopping = Atomic<Bool>(false)
     private let bound = Mutex<String?>(nil)
-    private let finished = Mutex<CheckedContinuation<Void, Never>?>(nil)
-    private let hasFinished = Atomic<Bool>(false)
+    /// Triggered when the thread has closed its sockets.
+    private let finished = ShutdownSignal()
     private let logger = Logger(label: "http")
 
     public init(configuration: Configuration, route: @escaping Route) throws {
@@ -61,11 +61,7 @@ public final class HTTPEndpoint: Service {
             Thread.current.name = "http"
             serve(listener)
             Syscall.close(listener)
-            hasFinished.store(true, ordering: .sequentiallyConsistent)
-            finished.withLock { slot in
-                defer { slot = nil }
-                return slot
-            }?.resume()
+            finished.trigger()
         }
         thread.start()
         logger.info("http endpoint listening", ["address": boundAddress ?? configuration.bind])
@@ -75,14 +71,7 @@ public final class HTTPEndpoint: Service {
         await gracefulShutdown()
         stopping.store(true, ordering: .sequentiallyConsistent)
         mailbox.wake()
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = finished.withLock { slot -> Bool in
-                if hasFinished.load(ordering: .sequentiallyConsistent) { return true }
-                slot = continuation
-                return false
-            }
-            if done { continuation.resume() }
-        }
+        await finished.wait()
     }
 
     /// A listening TCP socket on `address` (`host:port`, IPv4 or `localhost`).

@@ -17,14 +17,7 @@ enum CheckCommand {
         """
 
     static func run(_ words: [String]) throws -> Int32 {
-        let args = try Arguments(words, valued: ["config"], switches: ["help"])
-        if args.has("help") {
-            print(help)
-            return 0
-        }
-        guard args.positional.isEmpty else {
-            throw Arguments.UsageError(description: "unexpected argument \"\(args.positional[0])\"")
-        }
+        guard let args = try Arguments.configOnly(words, help: help) else { return 0 }
         let path = configurationPath(args["config"])
         let name = path ?? "the embedded defaults"
         let configuration: ServiceConfiguration

@@ -30,14 +30,7 @@ enum ServeCommand {
         """
 
     static func run(_ words: [String]) async throws -> Int32 {
-        let args = try Arguments(words, valued: ["config"], switches: ["help"])
-        if args.has("help") {
-            print(help)
-            return 0
-        }
-        guard args.positional.isEmpty else {
-            throw Arguments.UsageError(description: "unexpected argument \"\(args.positional[0])\"")
-        }
+        guard let args = try Arguments.configOnly(words, help: help) else { return 0 }
         let configuration: ServiceConfiguration
         let path = configurationPath(args["config"])
         do {
