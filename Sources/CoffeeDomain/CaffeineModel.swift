@@ -65,9 +65,14 @@ public struct CaffeineModel: Sendable, Hashable {
             mgToday += drink.mgCaffeine
             drinksToday += 1
         }
+        return snapshot(mgNow: mgNow, mgToday: mgToday, drinksToday: drinksToday, at: at, anchor: anchor)
+    }
+
+    /// The model at `at` from its three sums (`CaffeineIndex` keeps them as drinks come and go).
+    public func snapshot(mgNow: Double, mgToday: Double, drinksToday: Int, at: Date, anchor: Int64) -> ModelSnapshot {
         let cups = mgToday / Self.mgPerCup
         // Every point decays the same drinks, so each is mgNow decayed by
-        // its distance from `at`: O(drinks + points), not O(drinks × points).
+        // its distance from `at`: O(points), whatever the number of drinks.
         let points = Int(Self.window / Self.timelineStep) - 1  // 287: at+5 min … at+23 h 55 min
         var timeline: [ModelSnapshot.Point] = []
         timeline.reserveCapacity(points)

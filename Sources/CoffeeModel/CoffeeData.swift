@@ -19,6 +19,10 @@ public actor CoffeeData {
     /// Current drinks by UUID: the last `CaffeineModel.retention` and any
     /// dated in the future (which count once their time comes).
     public private(set) var currentDrinks: [UUID: Drink] = [:]
+    /// The same drinks, summed per minute, so that a snapshot costs the
+    /// same whatever their number (`CaffeineIndex`). Changed only with
+    /// `currentDrinks`, through `set(_:for:)`.
+    private var index: CaffeineIndex
     /// The store anchor that `currentDrinks` reflects.
     public private(set) var anchor: Int64 = 0
 
@@ -35,6 +39,7 @@ public actor CoffeeData {
         self.model = model
         self.clock = clock
         self.cache = cache
+        index = CaffeineIndex(model: model, reference: clock.now())
         (arrivals, doorbell) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -76,6 +81,8 @@ public actor CoffeeData {
     /// Replaces the whole state (start-up, resync).
     public func reset(drinks: [Drink], anchor: Int64) async {
         currentDrinks = Dictionary(drinks.map { ($0.uuid, $0) }, uniquingKeysWith: { a, b in a.version >= b.version ? a : b })
+        index.removeAll()
+        for drink in currentDrinks.values { index.insert(drink) }
         self.anchor = anchor
         removeOutdatedDrinks(force: true)
         await drinksUpdated()
@@ -95,7 +102,7 @@ public actor CoffeeData {
 
     /// `updateModel` without telling observers.
     private func change(newDrinks: [Drink], deletedDrinks: Set<UUID>, anchor: Int64) {
-        for uuid in deletedDrinks { currentDrinks[uuid] = nil }
+        for uuid in deletedDrinks { set(nil, for: uuid) }
         let cutoff = clock.now() - CaffeineModel.retention
         for drink in newDrinks { hold(drink, cutoff: cutoff) }
         self.anchor = max(self.anchor, anchor)
@@ -107,7 +114,13 @@ public actor CoffeeData {
     /// would otherwise sit here until the next prune), and an earlier
     /// version dated in the window goes too.
     private func hold(_ drink: Drink, cutoff: Date) {
-        currentDrinks[drink.uuid] = drink.date >= cutoff ? drink : nil
+        set(drink.date >= cutoff ? drink : nil, for: drink.uuid)
+    }
+
+    /// Holds `drink` for `uuid`, or lets go of it (nil), in both views.
+    private func set(_ drink: Drink?, for uuid: UUID) {
+        currentDrinks[uuid] = drink
+        if let drink { index.insert(drink) } else { index.remove(uuid) }
     }
 
     /// What applying a commit did (`applyArrived`).
@@ -134,7 +147,7 @@ public actor CoffeeData {
         for change in batch.log {
             switch change {
             case .added(let drink): hold(drink, cutoff: cutoff)
-            case .deleted(let tombstone): currentDrinks[tombstone.uuid] = nil
+            case .deleted(let tombstone): set(nil, for: tombstone.uuid)
             }
         }
         anchor = batch.anchor
@@ -152,6 +165,7 @@ public actor CoffeeData {
         lastPruned = now
         let cutoff = now - CaffeineModel.retention
         currentDrinks = currentDrinks.filter { $0.value.date >= cutoff }
+        index.removeAll(datedBefore: cutoff)
     }
 
     /// What the cache writes: the drinks, in no order, and their anchor, read together.
@@ -168,7 +182,7 @@ public actor CoffeeData {
         // Held drinks cover [now - retention, ∞); the model at `at` needs
         // [at - 26 h, at].
         guard at >= now else { return nil }
-        return model.snapshot(of: Array(currentDrinks.values), at: at, anchor: anchor)
+        return index.snapshot(at: at, anchor: anchor)
     }
 
     /// Saves the cache: the seed's `drinksUpdated()`, whose other job,

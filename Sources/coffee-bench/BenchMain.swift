@@ -273,6 +273,13 @@ struct BenchMain {
                     Row(
                         figure: "stage alone: write changes messages", value: st.encodePerSecond, unit: "events/s",
                         baseline: ceiling, baselineName: "storage ceiling", ratio: st.encodePerSecond / ceiling, target: "-"))
+                let small = bench.modelRound(drinks: 10)
+                let large = bench.modelRound(drinks: 10_000)
+                report(Row(figure: "one model round, 10 drinks in the window", value: small, unit: "µs", target: "-"))
+                report(
+                    Row(
+                        figure: "one model round, 10,000 drinks in the window", value: large, unit: "µs", baseline: small,
+                        baselineName: "10 drinks", ratio: large / small, target: "<= 2x of 10 drinks", pass: large / small <= 2))
             }
         } catch {
             print("coffee-bench: \(error)")

@@ -360,3 +360,30 @@ struct CoffeeDataTests {
         await store.close()
     }
 }
+
+@Suite("CoffeeData keeps its index with its drinks", .timeLimit(.minutes(2)))
+struct CoffeeDataIndexTests {
+    /// Every way the held drinks change (a commit's log, a batch of changes,
+    /// a reset, a prune) reaches the index: the snapshot equals the model
+    /// computed whole from the drinks held.
+    @Test func theSnapshotEqualsTheModelOfTheDrinksHeld() async {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let m = f.model()
+        var drinks = (0..<50).map { f.drink(-Double($0) * 600, mg: Double(10 + $0)) }
+        await m.reset(drinks: drinks, anchor: 1)
+        let replaced = Drink(uuid: drinks[3].uuid, mgCaffeine: 300, date: drinks[3].date + 60, version: 2, source: nil)
+        await m.updateModel(newDrinks: [replaced, f.drink(-30)], deletedDrinks: [drinks[5].uuid, drinks[7].uuid], anchor: 2)
+        drinks[3] = replaced
+        m.arrive(CommittedBatch(anchor: 3, previousAnchor: 2, log: [.deleted(Tombstone(uuid: drinks[9].uuid, version: 1))]))
+        _ = await m.applyArrived()
+        f.clock.advance(by: 20 * 3600)  // many leave the window
+        await m.updateModel(newDrinks: [f.drink(-10)], deletedDrinks: [], anchor: 4)
+        let held = await m.currentDrinks
+        let snapshot = await m.snapshot()!
+        let exact = m.model.snapshot(of: Array(held.values), at: f.clock.now(), anchor: 4)
+        #expect(abs(snapshot.mgCaffeine - exact.mgCaffeine) < 1e-9 * max(1, exact.mgCaffeine))
+        #expect(snapshot.drinksToday == exact.drinksToday && abs(snapshot.cupsToday - exact.cupsToday) < 1e-12)
+        #expect(held[drinks[5].uuid] == nil && held[drinks[3].uuid]?.mgCaffeine == 300)
+    }
+}

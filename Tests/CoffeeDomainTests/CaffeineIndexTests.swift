@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+
+@testable import CoffeeDomain
+
+/// A seeded generator, so a failing sequence can be replayed.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+@Suite("CaffeineIndex: the model kept incrementally equals the model computed whole", .timeLimit(.minutes(2)))
+struct CaffeineIndexTests {
+    static func relativeError(_ a: Double, _ b: Double) -> Double {
+        a == b ? 0 : abs(a - b) / max(abs(a), abs(b), 1e-300)
+    }
+
+    /// Compares the index with `CaffeineModel.snapshot` over the same drinks.
+    static func agree(_ index: inout CaffeineIndex, _ held: [UUID: Drink], at: Date, _ note: String) {
+        let exact = index.model.snapshot(of: Array(held.values), at: at, anchor: 1)
+        let fast = index.snapshot(at: at, anchor: 1)
+        #expect(
+            relativeError(fast.mgCaffeine, exact.mgCaffeine) < 1e-9 || abs(fast.mgCaffeine - exact.mgCaffeine) < 1e-9, "\(note)")
+        #expect(relativeError(fast.cupsToday, exact.cupsToday) < 1e-9 || abs(fast.cupsToday - exact.cupsToday) < 1e-12, "\(note)")
+        #expect(fast.drinksToday == exact.drinksToday, "\(note)")
+        #expect(fast.level == exact.level && fast.cupsLevel == exact.cupsLevel, "\(note)")
+        #expect(
+            zip(fast.timeline, exact.timeline).allSatisfy {
+                $0.date == $1.date
+                    && (relativeError($0.mgCaffeine, $1.mgCaffeine) < 1e-9 || abs($0.mgCaffeine - $1.mgCaffeine) < 1e-9)
+            }, "\(note)")
+    }
+
+    @Test(arguments: ["UTC", "America/New_York", "Asia/Kolkata", "Australia/Adelaide", "Europe/Berlin"])
+    func longRandomSequencesAgreeWithTheExactModel(zone: String) {
+        var rng = SplitMix(state: UInt64(bitPattern: Int64(zone.hashValue)) | 1)
+        let model = CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: zone)!)
+        // Across the end of daylight saving time in Europe and the US (late October / early November 2026).
+        var now = Date(timeIntervalSince1970: 1_793_000_000)
+        var index = CaffeineIndex(model: model, reference: now)
+        var held: [UUID: Drink] = [:]
+        for step in 0..<4000 {
+            let roll = Double.random(in: 0..<1, using: &rng)
+            if roll < 0.55 || held.isEmpty {
+                // A drink from the last 30 hours to 10 minutes ahead, at a random second and millisecond.
+                let drink = Drink(
+                    mgCaffeine: Double.random(in: 1...400, using: &rng),
+                    date: now + Double.random(in: -30 * 3600...600, using: &rng).rounded(.down) + 0.001 * Double(step % 1000))
+                held[drink.uuid] = drink
+                index.insert(drink)
+            } else if roll < 0.7 {
+                let uuid = held.keys.randomElement(using: &rng)!
+                held[uuid] = nil
+                index.remove(uuid)
+            } else if roll < 0.8 {
+                // A new version: another dose and date for the same UUID.
+                let old = held.values.randomElement(using: &rng)!
+                let replaced = Drink(
+                    uuid: old.uuid, mgCaffeine: Double.random(in: 1...400, using: &rng),
+                    date: old.date + Double.random(in: -7200...7200, using: &rng), version: old.version + 1, source: "test")
+                held[old.uuid] = replaced
+                index.insert(replaced)
+            } else if roll < 0.97 {
+                // Time passes: drinks leave the window, future ones come due, midnights pass.
+                now += Double.random(in: 1...1800, using: &rng)
+            } else {
+                // The holder prunes what is too old to matter (CoffeeData does once a minute).
+                let cutoff = now - CaffeineModel.retention
+                held = held.filter { $0.value.date >= cutoff }
+                index.removeAll(datedBefore: cutoff)
+            }
+            if step % 20 == 0 { Self.agree(&index, held, at: now, "\(zone) step \(step)") }
+        }
+        #expect(index.count == held.count)
+    }
+
+    @Test func theSharedVectorsComeOutTheSame() throws {
+        let url = try #require(Bundle.module.url(forResource: "model", withExtension: "json", subdirectory: "Vectors"))
+        let vectors = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        let drinks = try #require(vectors["drinks"] as? [[String: Any]]).map { d in
+            Drink(
+                uuid: UUID(uuidString: d["uuid"] as! String)!, mgCaffeine: (d["mgCaffeine"] as! NSNumber).doubleValue,
+                date: RFC3339.parse(d["date"] as! String)!, version: 1, source: nil)
+        }
+        let held = Dictionary(uniqueKeysWithValues: drinks.map { ($0.uuid, $0) })
+        for case let c as [String: Any] in vectors["cases"] as? [Any] ?? [] {
+            let zone = try #require(TimeZone(identifier: c["timeZone"] as! String))
+            let model = CaffeineModel(halfLifeHours: (c["halfLifeHours"] as! NSNumber).doubleValue, timeZone: zone)
+            var index = CaffeineIndex(model: model, reference: drinks[0].date)
+            for drink in drinks { index.insert(drink) }
+            let at = try #require(RFC3339.parse(c["at"] as! String))
+            Self.agree(&index, held, at: at, "vector \(c["timeZone"]!) at \(c["at"]!)")
+            let expected = try #require(c["expected"] as? [String: Any])
+            let snapshot = index.snapshot(at: at, anchor: 1)
+            #expect(abs(snapshot.mgCaffeine - (expected["mgCaffeine"] as! NSNumber).doubleValue) < 1e-6)
+            if let cups = expected["cupsToday"] as? NSNumber {
+                #expect(abs(snapshot.cupsToday - cups.doubleValue) < 1e-6)
+                #expect(snapshot.drinksToday == (expected["drinksToday"] as! NSNumber).intValue)
+            }
+        }
+    }
+
+    /// What the incremental index is for: a snapshot reads minutes, not drinks.
+    @Test func aSnapshotReadsMinutesNotDrinks() {
+        let model = CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!)
+        let now = Date(timeIntervalSince1970: 1_796_000_000)
+        var index = CaffeineIndex(model: model, reference: now)
+        for i in 0..<20_000 { index.insert(Drink(mgCaffeine: 1, date: now - Double(i))) }
+        let snapshot = index.snapshot(at: now, anchor: 1)
+        #expect(snapshot.drinksToday == min(20_000, Int(now.timeIntervalSince(model.startOfDay(at: now))) + 1))
+    }
+}
