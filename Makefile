@@ -51,6 +51,7 @@ integration: build
 ## Benchmarks (never part of `make test`): release build, real processes, loopback.
 bench: release
 	.build/release/coffee-bench --out bench/results.json
+	python3 bench/peers.py --out bench/peers.json
 
 ## The Swift tests under ThreadSanitizer (never part of `make test`: a separate build, minutes).
 tsan: deps

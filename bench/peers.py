@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Side by side, in one run, with one compiled load generator: coffee-tracker,
+what a user might write instead (../shared/bench/peer_worker.py: pyzmq and
+sqlite3 in one Python thread) and the floor of the work (peer_c.c: one C
+thread, no validation, no model). Each scenario alternates the three on
+fresh files, TRIALS times; the table shows medians and ratios against the
+peers, the figures go to bench/peers.json.
+
+    python3 bench/peers.py [--trials 3] [--quick] [--binary .build/release/coffee-tracker]
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "bench"
+
+
+def build(out):
+    out.mkdir(parents=True, exist_ok=True)
+    for name, libs in (("loadgen", ["-lzmq"]), ("peer_c", ["-lzmq", "-lsqlite3"])):
+        target = out / name
+        source = SHARED / f"{name}.c"
+        if not target.exists() or target.stat().st_mtime < source.stat().st_mtime:
+            subprocess.run(["cc", "-O2", "-o", str(target), str(source), *libs], check=True)
+    return out / "loadgen", out / "peer_c"
+
+
+def cpu_seconds(pid):
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start(worker, folder, binary, peer_c):
+    ingest, updates = f"ipc://{folder}/in", f"ipc://{folder}/up"
+    if worker == "coffee-tracker":
+        (folder / "config.json").write_text(json.dumps({
+            "dataDirectory": "data", "inboxDirectory": "inbox", "ingest": {"bind": [ingest]},
+            "updates": {"bind": [updates]}, "query": {"bind": [f"ipc://{folder}/q"]}, "http": {"bind": None},
+            "model": {"timeZone": "UTC"}, "log": {"level": "warning"}}))
+        argv = [binary, "serve", "--config", str(folder / "config.json")]
+    elif worker == "python peer":
+        argv = [sys.executable, str(SHARED / "peer_worker.py"), ingest, updates, str(folder / "peer.db")]
+    else:
+        argv = [str(peer_c), ingest, updates, str(folder / "peer.db")]
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while not (Path(f"{folder}/in").exists() and Path(f"{folder}/up").exists()):
+        if time.time() > deadline or process.poll() is not None:
+            raise SystemExit(f"{worker} did not start")
+        time.sleep(0.02)
+    time.sleep(0.3)
+    return process, ingest, updates
+
+
+def trial(worker, scenario, loadgen, peer_c, binary):
+    with tempfile.TemporaryDirectory(prefix="ct-peers-") as d:
+        subprocess.run(["sync"])
+        folder = Path(d)
+        process, ingest, updates = start(worker, folder, binary, peer_c)
+        try:
+            before = cpu_seconds(process.pid)
+            env = dict(os.environ)
+            if scenario.get("age"):
+                env["LOADGEN_AGE_S"] = str(scenario["age"])
+            args = [str(loadgen), ingest, updates, str(scenario["n"]), str(scenario["batch"])]
+            if scenario["rate"]:
+                args.append(str(scenario["rate"]))
+            p = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
+            result = json.loads(p.stdout.strip().splitlines()[-1])
+            result["cpu_per_100k"] = (cpu_seconds(process.pid) - before) / scenario["n"] * 100_000
+            return result
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--binary", default=str(ROOT / ".build/release/coffee-tracker"))
+    parser.add_argument("--out", default=str(ROOT / "bench/peers.json"))
+    args = parser.parse_args()
+    if not SHARED.exists():
+        raise SystemExit(f"{SHARED} is not here: the peers live in the shared folder beside the project")
+    loadgen, peer_c = build(ROOT / ".build/peers")
+    q = 0.25 if args.quick else 1
+    scenarios = [
+        {"name": "full speed, single-event messages", "n": int(200_000 * q), "batch": 1, "rate": 0},
+        {"name": "full speed, 10-event messages", "n": int(200_000 * q), "batch": 10, "rate": 0},
+        {"name": "1,000 events/s, drinks dated now", "n": int(10_000 * q), "batch": 1, "rate": 1000},
+        {"name": "1,000 events/s, drinks dated ten days back", "n": int(10_000 * q), "batch": 1, "rate": 1000,
+         "age": 864000},
+        {"name": "10,000 events/s, drinks dated now", "n": int(50_000 * q), "batch": 1, "rate": 10000},
+    ]
+    workers = ["coffee-tracker", "python peer", "C peer"]
+    results = {}
+    for scenario in scenarios:
+        for t in range(args.trials):
+            for worker in workers if t % 2 == 0 else reversed(workers):
+                print(f"peers: {scenario['name']}, {worker}, trial {t + 1} of {args.trials}", file=sys.stderr, flush=True)
+                results.setdefault(scenario["name"], {}).setdefault(worker, []).append(
+                    trial(worker, scenario, loadgen, peer_c, args.binary))
+    table = []
+    print(f"{'scenario':44} {'worker':15} {'events/s':>10} {'p99 ms':>8} {'CPU-s/100k':>11} {'lost':>5}")
+    for scenario in scenarios:
+        rows = results[scenario["name"]]
+        medians = {w: {k: statistics.median(r[k] for r in rows[w]) for k in ("events_per_s", "lat_ms_p99", "cpu_per_100k", "lost")}
+                   for w in workers}
+        for w in workers:
+            m = medians[w]
+            print(f"{scenario['name']:44} {w:15} {m['events_per_s']:10.0f} {m['lat_ms_p99']:8.2f} {m['cpu_per_100k']:11.2f} {m['lost']:5.0f}")
+        ct, py, c = medians["coffee-tracker"], medians["python peer"], medians["C peer"]
+        ratios = {"throughput vs python": ct["events_per_s"] / py["events_per_s"],
+                  "throughput vs C": ct["events_per_s"] / c["events_per_s"],
+                  "p99 vs python": ct["lat_ms_p99"] / py["lat_ms_p99"],
+                  "CPU vs C": ct["cpu_per_100k"] / c["cpu_per_100k"]}
+        print(f"{'':44} {'ratios':15} " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
+        table.append({"scenario": scenario["name"], "trials": args.trials, "medians": medians, "ratios": ratios,
+                      "runs": rows})
+    Path(args.out).write_text(json.dumps(table, indent=2))
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
