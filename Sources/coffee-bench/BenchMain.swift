@@ -148,18 +148,19 @@ struct BenchMain {
             for rate in [1000.0, 10_000.0] where wanted("latency") {
                 var results: [Bench.Steady] = []
                 for run in 1...runs {
-                    progress("latency at \(Int(rate))/s, run \(run) of \(runs)")
-                    results.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5))
+                    progress("latency at \(Int(rate))/s, drinks dated now, run \(run) of \(runs)")
+                    // Drinks logged now, in the model's window: the regime a deployment lives in.
+                    results.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5, recent: true))
                 }
                 let p99 = median(results.map(\.p99Ms))
                 report(
                     Row(
-                        figure: "latency p50 at \(Int(rate))/s", value: median(results.map(\.p50Ms)), unit: "ms",
+                        figure: "latency p50 at \(Int(rate))/s, dated now", value: median(results.map(\.p50Ms)), unit: "ms",
                         baseline: fs.p50,
                         baselineName: "fsync p50", ratio: median(results.map(\.p50Ms)) / fs.p50, target: "-"))
                 report(
                     Row(
-                        figure: "latency p99 at \(Int(rate))/s", value: p99, unit: "ms", baseline: fs.p50,
+                        figure: "latency p99 at \(Int(rate))/s, dated now", value: p99, unit: "ms", baseline: fs.p50,
                         baselineName: "fsync p50",
                         ratio: p99 / fs.p50, target: rate == 1000 ? "<= 2 ms" : "-", pass: rate == 1000 ? p99 <= 2 : nil))
                 report(Row(figure: "latency max at \(Int(rate))/s", value: median(results.map(\.maxMs)), unit: "ms", target: "-"))
@@ -169,13 +170,13 @@ struct BenchMain {
                     let floor = try bench.fsyncCPU(rate: rate, seconds: quick ? 2 : 5)
                     report(
                         Row(
-                            figure: "CPU at 1000 events/s", value: cpu, unit: "% core", baseline: floor,
+                            figure: "CPU at 1000 events/s, dated now", value: cpu, unit: "% core", baseline: floor,
                             baselineName: "1000 fdatasyncs/s alone", ratio: cpu / floor, target: "<= 10", pass: cpu <= 10))
                     report(Row(figure: "  1000 write+fdatasync/s alone (floor)", value: floor, unit: "% core", target: "-"))
                     var scrapedRuns: [Bench.Steady] = []
                     for run in 1...runs {
                         progress("latency at 1000/s while /metrics is read 10 times a second, run \(run) of \(runs)")
-                        scrapedRuns.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5, scrapes: 10))
+                        scrapedRuns.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5, recent: true, scrapes: 10))
                     }
                     let p99s = median(scrapedRuns.map(\.p99Ms))
                     report(
@@ -185,7 +186,7 @@ struct BenchMain {
                     var curveRuns: [Bench.Steady] = []
                     for run in 1...runs {
                         progress("latency at 1000/s under CURVE, run \(run) of \(runs)")
-                        curveRuns.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5, curve: true))
+                        curveRuns.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5, recent: true, curve: true))
                     }
                     let p99c = median(curveRuns.map(\.p99Ms))
                     report(
@@ -193,20 +194,21 @@ struct BenchMain {
                             figure: "  p99 at 1000/s under CURVE", value: p99c, unit: "ms", baseline: p99,
                             baselineName: "p99 plaintext", ratio: p99c / p99, target: "<= plaintext + 0.5 ms",
                             pass: p99c <= p99 + 0.5))
-                    // The same load with every drink in the model's 24-hour window (and its cache).
-                    var inWindow: [Bench.Steady] = []
+                    // The same load dated over the past year, as a replayed history is
+                    // (about 1 in 365 falls in the model's window).
+                    var history: [Bench.Steady] = []
                     for run in 1...runs {
-                        progress("latency at 1000/s, every drink in the model, run \(run) of \(runs)")
-                        inWindow.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5, recent: true))
+                        progress("latency at 1000/s, drinks dated over a year, run \(run) of \(runs)")
+                        history.append(try bench.steady(rate: rate, seconds: quick ? 2 : 5))
                     }
-                    let p99w = median(inWindow.map(\.p99Ms))
+                    let p99h = median(history.map(\.p99Ms))
                     report(
                         Row(
-                            figure: "  p99 at 1000/s, all drinks in the model", value: p99w, unit: "ms", baseline: fs.p50,
-                            baselineName: "fsync p50", ratio: p99w / fs.p50, target: "-"))
+                            figure: "  p99 at 1000/s, dated over a year", value: p99h, unit: "ms", baseline: fs.p50,
+                            baselineName: "fsync p50", ratio: p99h / fs.p50, target: "-"))
                     report(
                         Row(
-                            figure: "  CPU at 1000/s, all drinks in the model", value: median(inWindow.map(\.cpuPercent)),
+                            figure: "  CPU at 1000/s, dated over a year", value: median(history.map(\.cpuPercent)),
                             unit: "% core", target: "-"))
                 }
             }
