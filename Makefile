@@ -74,7 +74,9 @@ fuzz: deps
 	  echo "fuzz: $$t for $(SECONDS) s"; \
 	  FUZZ_TARGET=$$t Fuzz/.build/debug/coffee-fuzz .build/fuzz/$$t Fuzz/corpus/$$t \
 	    -max_total_time=$(SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-	    -artifact_prefix=.build/fuzz/$$t- -print_final_stats=1 2>&1 | tail -n 14 || exit 1; \
+	    -artifact_prefix=.build/fuzz/$$t- -print_final_stats=1 > .build/fuzz/$$t.log 2>&1; rc=$$?; \
+	  grep -E "Done|stat::number_of_executed_units|stat::new_units_added|Fatal error|ERROR|crash" .build/fuzz/$$t.log; \
+	  [ $$rc -eq 0 ] || { echo "fuzz: $$t failed: the input is in .build/fuzz/$$t-*, the log in .build/fuzz/$$t.log"; exit 1; }; \
 	done
 
 ## Install as a system service: the binary, the unit (Type=notify, sandboxed), the

@@ -146,6 +146,12 @@ public struct DrinkValidator: Sendable {
     public static func date(_ raw: InputDate, field: String) throws(ValidationError) -> Date {
         switch raw {
         case .date(let d):
+            // A property list's date can be any double: one past the years
+            // a date can be written in is refused here, not met later.
+            let s = d.timeIntervalSince1970
+            guard s.isFinite, abs(s) < 1.0e11 else {
+                throw ValidationError(field: field, rule: "must be a plausible date, got \(format(s)) s from 1970")
+            }
             return Drink.normalized(d)
         case .epochSeconds(let s):
             guard s.isFinite, abs(s) < 1.0e11 else {

@@ -45,6 +45,22 @@ struct PropertyListTests {
             ])
     }
 
+    /// Found by `make fuzz` (plist): a binary property list whose date is a
+    /// double far past any year that can be written crashed the service while
+    /// it wrote the date into the error. Such a date is refused, naming it.
+    @Test func aDateBeyondAnyYearIsRefusedNotACrash() throws {
+        for seconds in [1e200, -1e200, 2e11, .greatestFiniteMagnitude] {
+            let data = try PropertyListEncoder().encode([
+                SampleDrink(mgCaffeine: 96, date: Date(timeIntervalSince1970: seconds), uuid: UUID())
+            ])
+            #expect {
+                try decode(data)
+            } throws: { error in
+                "\(error)".contains("date") && "\(error)".contains("plausible")
+            }
+        }
+    }
+
     @Test func writtenByFoundationsEncoderReads() throws {
         let sample = [
             SampleDrink(mgCaffeine: 64, date: Date(timeIntervalSince1970: 1_796_000_000.5), uuid: UUID()),
