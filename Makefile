@@ -2,7 +2,7 @@
 SWIFT ?= swift
 CONFIG ?= config/coffee-tracker.json
 APT_PACKAGES := libzmq3-dev libsqlite3-dev pkg-config
-PY_PACKAGES := pyzmq pytest pytest-timeout
+PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client
 
 .PHONY: all deps build release run test lint format unit integration bench soak tsan fuzz install clean
 
@@ -17,7 +17,7 @@ deps:
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
-	@python3 -c "import zmq, pytest, pytest_timeout" 2>/dev/null || python3 -m pip install -q $(PY_PACKAGES)
+	@python3 -c "import zmq, pytest, pytest_timeout, prometheus_client" 2>/dev/null || python3 -m pip install -q $(PY_PACKAGES)
 	@command -v cc >/dev/null || command -v gcc >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc >/dev/null; }
 
 build: deps
