@@ -87,10 +87,15 @@ class Service:
                     pass
             time.sleep(0.02)
         else:
+            self.kill()
             raise AssertionError("service did not start: " + self.log_path.read_text())
         self.query_endpoint = self.endpoints["query"][0]
         self.server_key = self.endpoints.get("serverKey")
-        assert self.request({"op": "ping"})["ok"] is True
+        try:
+            assert self.request({"op": "ping"})["ok"] is True
+        except BaseException:
+            self.kill()  # never leave a service running behind a failed start
+            raise
         return self
 
     def stop(self, sig=signal.SIGTERM, timeout=20.0):

@@ -175,25 +175,34 @@ def main():
     random.seed(args.seed)
     with tempfile.TemporaryDirectory(prefix="ct-soak-") as folder:
         soak = Soak(os.path.abspath(args.binary), folder)
-        started = time.time()
-        for n in range(1, args.rounds + 1):
-            soak.start()
-            anchor = soak.check(n)
-            soak.load(random.uniform(0.2, 1.0))
-            if n % 10 == 0 or n == args.rounds:
-                print(f"soak: round {n}/{args.rounds}, anchor {anchor}, {len(soak.acknowledged)} acknowledged drinks,"
-                      f" {soak.stats['bus']} bus messages, {soak.stats['files']} files", file=sys.stderr, flush=True)
+        try:
+            run(soak, args)
+        finally:
+            if soak.process and soak.process.poll() is None:
+                soak.process.kill()  # a failed check must not leave the service running
+                soak.process.wait(timeout=30)
+
+
+def run(soak, args):
+    started = time.time()
+    for n in range(1, args.rounds + 1):
         soak.start()
-        anchor = soak.check(args.rounds + 1)
-        soak.process.send_signal(signal.SIGTERM)
-        soak.process.wait(timeout=60)
-        restarts = sorted(soak.stats["restart_s"])
-        print(f"soak: {args.rounds} rounds of SIGKILL in {time.time() - started:.0f} s: "
-              f"{soak.stats['adds']} acknowledged adds ({soak.stats['acked_drinks']} drinks), {soak.stats['bus']} bus messages, "
-              f"{soak.stats['files']} inbox files; 0 acknowledged drinks lost, 0 anchor regressions, 0 files lost, "
-              f"each UUID once; final anchor {anchor}; restart to first answer median {restarts[len(restarts) // 2]:.2f} s, "
-              f"max {restarts[-1]:.2f} s")
-        print(f"{args.rounds} passed, 0 failed")
+        anchor = soak.check(n)
+        soak.load(random.uniform(0.2, 1.0))
+        if n % 10 == 0 or n == args.rounds:
+            print(f"soak: round {n}/{args.rounds}, anchor {anchor}, {len(soak.acknowledged)} acknowledged drinks,"
+                  f" {soak.stats['bus']} bus messages, {soak.stats['files']} files", file=sys.stderr, flush=True)
+    soak.start()
+    anchor = soak.check(args.rounds + 1)
+    soak.process.send_signal(signal.SIGTERM)
+    soak.process.wait(timeout=60)
+    restarts = sorted(soak.stats["restart_s"])
+    print(f"soak: {args.rounds} rounds of SIGKILL in {time.time() - started:.0f} s: "
+          f"{soak.stats['adds']} acknowledged adds ({soak.stats['acked_drinks']} drinks), {soak.stats['bus']} bus messages, "
+          f"{soak.stats['files']} inbox files; 0 acknowledged drinks lost, 0 anchor regressions, 0 files lost, "
+          f"each UUID once; final anchor {anchor}; restart to first answer median {restarts[len(restarts) // 2]:.2f} s, "
+          f"max {restarts[-1]:.2f} s")
+    print(f"{args.rounds} passed, 0 failed")
 
 
 if __name__ == "__main__":
