@@ -238,6 +238,18 @@ def test_100k_single_event_messages_at_full_speed_all_stored(service):
     pub.close()
 
 
+def send_until_stored(service, pub, d, timeout=10):
+    """Sends `d` from a publisher the service connects to, again (the same
+    UUID is stored once) until it is stored; returns what the store holds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and service.request({"op": "ping"})["anchor"] == 0:
+        pub.send_multipart([b"drink.add", json.dumps(d).encode()])
+        time.sleep(0.02)
+    added, _, _, _ = service.all_changes()
+    assert [a["uuid"] for a in added] == [d["uuid"]]
+    return added
+
+
 def test_service_connects_to_a_bound_publisher(folder):
     ctx = zmq.Context.instance()
     pub = ctx.socket(zmq.PUB)
@@ -246,13 +258,8 @@ def test_service_connects_to_a_bound_publisher(folder):
     pub.bind(endpoint)
     s = Service(folder, {"ingest": {"bind": [], "connect": [endpoint]}}).start()
     try:
-        d = drink()
-        deadline = time.time() + 10
-        while time.time() < deadline and s.request({"op": "ping"})["anchor"] == 0:
-            pub.send_multipart([b"drink.add", json.dumps(d).encode()])
-            time.sleep(0.02)
-        added, _, _, _ = s.all_changes()
-        assert [a["uuid"] for a in added] == [d["uuid"]]
+        added = send_until_stored(s, pub, drink())
+        assert len(added) == 1
     finally:
         s.stop()
         pub.close()

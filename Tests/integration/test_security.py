@@ -17,7 +17,7 @@ import zmq
 import zmq.auth
 
 from conftest import BINARY, Service, drink
-from test_bus import publisher, subscriber
+from test_bus import publisher, send_until_stored, subscriber
 
 pytestmark = pytest.mark.skipif(not zmq.has("curve"), reason="this pyzmq's libzmq has no CURVE")
 
@@ -306,13 +306,7 @@ def test_the_service_is_the_curve_client_of_a_publisher_that_binds(folder):
     sec.service.config_path.write_text(json.dumps(config))
     s = sec.start()
     try:
-        d = drink()
-        deadline = time.time() + 10
-        while time.time() < deadline and s.request({"op": "ping"})["anchor"] == 0:
-            pub.send_multipart([b"drink.add", json.dumps(d).encode()])
-            time.sleep(0.02)
-        added, _, _, _ = s.all_changes()
-        assert [a["uuid"] for a in added] == [d["uuid"]]
+        added = send_until_stored(s, pub, drink())
         assert added[0]["source"] == "bus"
     finally:
         s.stop()
