@@ -81,11 +81,14 @@ def test_sigterm_right_after_a_burst_stores_and_publishes_everything_taken(folde
     assert s.process.wait(timeout=60) == 0
     s.log.close()
     log = s.log_path.read_text()
-    stopped = re.search(r"stopped anchor=(\d+) .*received=(\d+) .*stored=(\d+)", log)
+    stopped = re.search(r"stopped anchor=(\d+) duplicates=(\d+) received=(\d+) .*stored=(\d+)", log)
     assert stopped, log[-2000:]
-    final, received, stored = map(int, stopped.groups())
+    final, duplicates, received, stored = map(int, stopped.groups())
     assert received > 10_500, "the burst never reached the bus"
-    assert stored == received, f"received {received} but stored {stored}"
+    # The publisher's probe may be received more than once (it is resent
+    # until it is seen stored): those copies are duplicates, not losses.
+    assert stored + duplicates == received, f"received {received} but stored {stored} (+{duplicates} duplicates)"
+    assert duplicates < 100
     assert final == stored  # every change took an anchor; the service started empty
 
     last_changes, last_model, count = None, None, 0
