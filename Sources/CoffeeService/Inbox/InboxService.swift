@@ -55,7 +55,7 @@ public final class InboxService: Service {
                     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
                     try watcher.rewatch(directory)
                 } catch {
-                    logger.error("cannot recreate the inbox; files dropped there wait for a restart", ["error": "\(error)"])
+                    logger.error("cannot recreate the inbox; the sweep looks for it again", ["error": "\(error)"])
                 }
             }
         }
