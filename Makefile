@@ -95,7 +95,7 @@ install: $(if $(filter .build/release/coffee-tracker,$(RELEASE_BINARY)),release)
 	install -D -m 0644 deploy/coffee-tracker.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/coffee-tracker.conf
 	install -d $(DESTDIR)$(PREFIX)/lib/tmpfiles.d
 	sed 's|@INBOX_GROUP@|$(INBOX_GROUP)|' deploy/coffee-tracker.tmpfiles > $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/coffee-tracker.conf
-	install -m 0644 README.md docs/protocol.md $(DESTDIR)$(PREFIX)/share/doc/coffee-tracker/
+	install -m 0644 README.md docs/protocol.md docs/security.md docs/operations.md $(DESTDIR)$(PREFIX)/share/doc/coffee-tracker/
 	@echo "installed under $(DESTDIR)$(PREFIX); next: systemd-sysusers && systemd-tmpfiles --create && systemctl daemon-reload && systemctl enable --now coffee-tracker"
 
 clean:

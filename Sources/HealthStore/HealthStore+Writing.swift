@@ -252,8 +252,8 @@ extension HealthStore {
                 changes.record(.added(drink), anchor: next)
             } else {
                 result.duplicates += 1
-                // Rare, so looked up only here: was it a deletion that kept it out?
-                if case .some((let version, true)) = try statements.lookup(drink.uuid) {
+                // Only for a caller that reports it: was it a deletion that kept it out?
+                if batch.explainDuplicates, case .some((let version, true)) = try statements.lookup(drink.uuid) {
                     result.deletedDuplicates.append(Tombstone(uuid: drink.uuid, version: version))
                 }
             }

@@ -6,9 +6,15 @@ public struct WriteBatch: Sendable, Hashable {
     public var drinks: [Drink]
     public var deletions: [Deletion]
 
-    public init(drinks: [Drink] = [], deletions: [Deletion] = []) {
+    /// Report which duplicates were kept out by a deletion
+    /// (`WriteResult.deletedDuplicates`): a lookup per duplicate, so only a
+    /// caller that tells someone asks (a query `add`; not the bus or the inbox).
+    public var explainDuplicates: Bool
+
+    public init(drinks: [Drink] = [], deletions: [Deletion] = [], explainDuplicates: Bool = false) {
         self.drinks = drinks
         self.deletions = deletions
+        self.explainDuplicates = explainDuplicates
     }
 
     public var isEmpty: Bool { drinks.isEmpty && deletions.isEmpty }

@@ -175,7 +175,7 @@ public struct QueryHandler: Sendable {
         let drinks = try validated(items) { input throws(ValidationError) in
             try validator.drink(from: input, now: now, defaultSource: source)
         }
-        let result = try await store.save(drinks)
+        let result = try await store.apply(WriteBatch(drinks: drinks, explainDuplicates: true))
         count(result)
         var reply: [(String, JSONValue)] = [
             ("ok", true), ("anchor", .int(result.anchor)), ("added", .int(Int64(result.added))),
