@@ -6,7 +6,7 @@ thread, no validation, no model). Each scenario alternates the three on
 fresh files, TRIALS times; the table shows medians and ratios against the
 peers, the figures go to bench/peers.json.
 
-    python3 bench/peers.py [--trials 3] [--quick] [--binary .build/release/coffee-tracker]
+    python3 bench/peers.py [--trials 3] [--quick] [--only TEXT] [--binary .build/release/coffee-tracker]
 """
 import argparse
 import json
@@ -91,6 +91,7 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--binary", default=str(ROOT / ".build/release/coffee-tracker"))
     parser.add_argument("--out", default=str(ROOT / "bench/peers.json"))
+    parser.add_argument("--only", help="run the scenarios whose name contains this text (e.g. '1,000 events/s, drinks dated now')")
     args = parser.parse_args()
     if not SHARED.exists():
         raise SystemExit(f"{SHARED} is not here: the peers live in the shared folder beside the project")
@@ -104,6 +105,10 @@ def main():
          "age": 864000},
         {"name": "10,000 events/s, drinks dated now", "n": int(50_000 * q), "batch": 1, "rate": 10000},
     ]
+    if args.only:
+        scenarios = [s for s in scenarios if args.only in s["name"]]
+        if not scenarios:
+            raise SystemExit(f"no scenario's name contains {args.only!r}")
     workers = ["coffee-tracker", "python peer", "C peer"]
     results = {}
     for scenario in scenarios:

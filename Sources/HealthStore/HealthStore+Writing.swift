@@ -47,6 +47,46 @@ extension HealthStore {
         _ batch: WriteBatch, holdOnFault: Bool = true,
         completion: @escaping @Sendable (Result<WriteResult, any Error>) -> Void
     ) {
+        if hand(batch, holdOnFault: holdOnFault, take: true, completion: completion) { scheduleSubmitted() }
+    }
+
+    /// Queues `batch` as `submit` does, but leaves its commit to the
+    /// caller's next `commitStaged(here:)`, so that a producer hands over
+    /// all it read in one wake-up and then decides who commits it.
+    public nonisolated func stage(
+        _ batch: WriteBatch, holdOnFault: Bool = true,
+        completion: @escaping @Sendable (Result<WriteResult, any Error>) -> Void
+    ) {
+        _ = hand(batch, holdOnFault: holdOnFault, take: false, completion: completion)
+    }
+
+    /// Commits what was staged (`stage`) and not yet taken. With `here`,
+    /// when the store is idle, the commit runs on the calling thread (the
+    /// leader of a leader/follower group commit), and what arrives
+    /// meanwhile joins the next one; the completions and commit observers
+    /// run on this thread then. Otherwise, or when the store is busy, the
+    /// store's thread commits it, as for `submit`.
+    ///
+    /// A producer at a high rate passes `here` false, so that its next read
+    /// overlaps the commit; at a low rate an idle store then costs no thread
+    /// wake-up per commit. Call it from a producer's thread, never the store's.
+    public nonisolated func commitStaged(here: Bool) {
+        let mine = submitted.withLock { state -> Bool in
+            guard !state.items.isEmpty, !state.scheduled else { return false }
+            state.scheduled = true
+            return true
+        }
+        guard mine else { return }  // nothing staged, or already on its way to a commit
+        if here, executor.runIfIdle({ self.assumeIsolated { $0.lead() } }) { return }
+        scheduleSubmitted()
+    }
+
+    /// Adds a batch to those handed over. With `take`, true when the caller
+    /// must have them taken (no take was scheduled yet; it is now marked so).
+    private nonisolated func hand(
+        _ batch: WriteBatch, holdOnFault: Bool, take: Bool,
+        completion: @escaping @Sendable (Result<WriteResult, any Error>) -> Void
+    ) -> Bool {
         let count = batch.count
         let backlog = self.backlogCount
         backlog.add(count)
@@ -54,15 +94,26 @@ extension HealthStore {
             backlog.remove(count)
             completion(result)
         }
-        let schedule = submitted.withLock { state -> Bool in
+        return submitted.withLock { state -> Bool in
             state.items.append(waiter)
-            if state.scheduled { return false }
+            if state.scheduled || !take { return false }
             state.scheduled = true
             return true
         }
-        // Straight onto the store's thread, not through a Task (which would
-        // wake a pool thread only to hop here).
-        if schedule { executor.run { self.assumeIsolated { $0.takeSubmitted() } } }
+    }
+
+    /// Straight onto the store's thread, not through a Task (which would
+    /// wake a pool thread only to hop here).
+    private nonisolated func scheduleSubmitted() {
+        executor.run { self.assumeIsolated { $0.takeSubmitted() } }
+    }
+
+    /// On a borrowing producer's thread (`commitStaged(here:)`): takes what
+    /// was handed over and commits it, and anything queued before it, now.
+    private func lead() {
+        leading = true
+        defer { leading = false }
+        commitPending()
     }
 
     func takeSubmitted() {
@@ -109,8 +160,10 @@ extension HealthStore {
     }
 
     /// Runs after the jobs already queued on the store's thread, so that
-    /// every batch that arrived meanwhile joins the commit.
+    /// every batch that arrived meanwhile joins the commit. A leader
+    /// (`lead`) commits what is queued before it returns: nothing to schedule.
     private func scheduleCommit() {
+        if leading { return }
         Task { self.commitNext() }
     }
 

@@ -87,6 +87,8 @@ public actor HealthStore {
         var scheduled = false
     }
     nonisolated let submitted = Mutex(Submitted())
+    /// A producer's thread is committing as the leader (`commitStaged(here:)`).
+    var leading = false
     nonisolated let backlogCount = Backlog()
 
     /// Called on the store's thread right after each durable commit, in

@@ -301,6 +301,51 @@ struct ThreadExecutorTests {
         executor.stop()
     }
 
+    /// A borrower runs on its own thread with the executor's isolation when
+    /// it is idle; work queued meanwhile waits for it, then runs in order.
+    @Test func anIdleExecutorLendsItsIsolationAndQueuedWorkWaits() async {
+        let executor = ThreadExecutor(name: "test-executor")
+        let log = Mutex<[String]>([])
+        let ran = executor.runIfIdle {
+            log.withLock { $0.append("borrower isolated \(executor.isIsolatingCurrentContext() == true)") }
+            // Queued while borrowed: must not run until the borrower returns.
+            executor.run { log.withLock { $0.append("queued") } }
+            usleep(100_000)
+            log.withLock { $0.append("borrower done") }
+        }
+        #expect(ran)
+        #expect(executor.isIsolatingCurrentContext() == false)  // given back
+        let after = await withCheckedContinuation { (done: CheckedContinuation<[String], Never>) in
+            executor.run { done.resume(returning: log.withLock { $0 }) }
+        }
+        #expect(after == ["borrower isolated true", "borrower done", "queued"])
+        executor.stop()
+    }
+
+    /// A busy executor (a closure running, or one queued) lends nothing.
+    @Test func aBusyExecutorLendsNothing() async {
+        let executor = ThreadExecutor(name: "test-executor")
+        let release = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        executor.run {
+            started.signal()
+            release.wait()
+        }
+        started.wait()
+        #expect(executor.runIfIdle { Issue.record("ran while a closure ran") } == false)
+        executor.run {}
+        release.signal()
+        // Once everything has run, it lends again.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in executor.run { done.resume() } }
+        var lent = false
+        for _ in 0..<500 where !lent {
+            lent = executor.runIfIdle {}
+            if !lent { usleep(1000) }
+        }
+        #expect(lent)
+        executor.stop()
+    }
+
     /// `submit` hands its batch to the store's thread without a Task; the
     /// completion still runs once the commit is durable.
     @Test func submittedBatchCommitsWithoutClose() async throws {
@@ -312,6 +357,74 @@ struct ThreadExecutorTests {
         }
         #expect(result == 2)
         #expect(await store.anchor == 2)
+        await store.close()
+    }
+
+    /// The leader of a group commit: staged batches commit on the caller's
+    /// thread when the store is idle, completions and observers run there,
+    /// and nothing reaches the store's thread.
+    @Test func stagedBatchesCommitOnTheCallersThreadWhenTheStoreIsIdle() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let observedOn = Mutex<[UInt]>([])
+        await store.observeCommits { _ in observedOn.withLock { $0.append(UInt(pthread_self())) } }
+        let (caller, completedOn, added) = await withCheckedContinuation {
+            (done: CheckedContinuation<(UInt, UInt, Int), Never>) in
+            Thread {
+                let me = UInt(pthread_self())
+                let completion = Mutex<(UInt, Int)>((0, 0))
+                store.stage(WriteBatch(drinks: [drink()])) { r in
+                    completion.withLock { $0 = (UInt(pthread_self()), (try? r.get())?.added ?? -1) }
+                }
+                store.stage(WriteBatch(drinks: [drink()])) { r in
+                    completion.withLock { $0.1 += (try? r.get())?.added ?? -1 }
+                }
+                store.commitStaged(here: true)
+                // Durable and observed before commitStaged returned.
+                let (on, added) = completion.withLock { $0 }
+                done.resume(returning: (me, on, added))
+            }.start()
+        }
+        #expect(completedOn == caller)
+        #expect(added == 2)
+        #expect(observedOn.withLock { $0 } == [caller])  // one commit for both batches
+        #expect(await store.anchor == 2)
+        await store.close()
+    }
+
+    /// A store busy with a commit is not borrowed: what is staged meanwhile
+    /// commits on the store's thread after it, in order.
+    @Test func stagedBatchesGoToTheStoresThreadWhileACommitRuns() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let once = Atomic<Bool>(false)
+        await store.setCommitHook {
+            if once.exchange(true, ordering: .relaxed) { return true }  // only the first commit is held
+            held.signal()
+            release.wait()
+            return true
+        }
+        let first = drink()
+        let second = drink()
+        let firstDone = Task { try await store.save([first]) }
+        held.wait()  // the first commit is in progress on the store's thread
+        let staged = await withCheckedContinuation { (done: CheckedContinuation<UInt, Never>) in
+            Thread {
+                store.stage(WriteBatch(drinks: [second])) { _ in }
+                store.commitStaged(here: true)  // must not wait for, or overtake, the held commit
+                done.resume(returning: UInt(pthread_self()))
+            }.start()
+        }
+        #expect(staged != 0)  // commitStaged returned while the first commit was held
+        release.signal()
+        #expect(try await firstDone.value.anchor == 1)
+        await store.commitPending()
+        let changes = try await store.changes(since: 0, limit: 10)
+        #expect(changes.added.map(\.uuid) == [first.uuid, second.uuid])
         await store.close()
     }
 }

@@ -41,6 +41,12 @@ public final class IngestEndpoint: Service {
     /// that commits stay under `HealthStore.announceLimit` and are announced
     /// whole (100-event messages made batches of 400,000, read back in pages).
     static let changesPerBatch = 5000
+    /// A wake-up that read at most this many messages commits them on this
+    /// thread when the store is idle (`HealthStore.commitStaged(here:)`):
+    /// at a low rate, one thread does receive, commit and announce, as the
+    /// one-thread peers do. Past it, the store's thread commits while this
+    /// one reads on, as group commit at a high rate needs.
+    static let leadLimit = 64
 
     public let name = "ingest"
     private let configuration: Configuration
@@ -192,6 +198,7 @@ public final class IngestEndpoint: Service {
         let registry = authenticated ? self.registry : nil
         var batch = WriteBatch()
         var rejected: [DeadLetterFile.Entry] = []
+        var read = 0
         for _ in 0..<Self.messagesPerWake {
             // Decoded straight from ZeroMQ's buffers; only a rejected body is copied.
             guard
@@ -201,11 +208,12 @@ public final class IngestEndpoint: Service {
             else {
                 break
             }
+            read += 1
             switch outcome {
             case .drinks(let drinks):
                 counters.received(drinks.count, over: .bus)
                 if !batch.acceptsDrinksInOrder {
-                    submit(batch, store)
+                    stage(batch, store)
                     batch = WriteBatch()
                 }
                 batch.drinks += drinks
@@ -216,11 +224,15 @@ public final class IngestEndpoint: Service {
                 rejected.append(entry)
             }
             if batch.count >= Self.changesPerBatch {
-                submit(batch, store)
+                stage(batch, store)
                 batch = WriteBatch()
             }
         }
-        if !batch.isEmpty { submit(batch, store) }
+        if !batch.isEmpty { stage(batch, store) }
+        // A light wake-up commits here when the store is idle (no hand-off
+        // to its thread); a heavy one hands over, so that the next read
+        // overlaps the commit.
+        store.commitStaged(here: read <= Self.leadLimit)
         if !rejected.isEmpty { reject(rejected) }
     }
 
@@ -264,10 +276,10 @@ public final class IngestEndpoint: Service {
         }
     }
 
-    private func submit(_ batch: WriteBatch, _ store: HealthStore) {
+    private func stage(_ batch: WriteBatch, _ store: HealthStore) {
         let counters = self.counters
         let logger = self.logger
-        store.submit(batch) { result in
+        store.stage(batch) { result in
             switch result {
             case .success(let r):
                 ServiceCounters.bump(counters.stored, by: r.added + r.deleted + r.unknown)
