@@ -37,6 +37,9 @@ extension HealthStore: Service {
             let removed = try statements.purgeTombstones(before: cutoffMs)
             purgedAnchor = max(purgedAnchor, highest)
             try statements.setMeta("purged_anchor", purgedAnchor)
+            // The records' highest anchor may have gone with them: the
+            // anchor is kept here so it never goes back (`HealthStore.init`).
+            try statements.setMeta("anchor", currentAnchor)
             logger.info("purged tombstones", ["count": "\(removed)", "purgedAnchor": "\(purgedAnchor)"])
             return removed
         }

@@ -187,7 +187,6 @@ extension HealthStore {
             let results = try db.transaction {
                 var results: [WriteResult] = []
                 for item in work { results.append(try write(item.batch, into: &changes)) }
-                try statements.setMeta("anchor", changes.anchor ?? previous)
                 return results
             }
             commitDuration.observe(ContinuousClock.now - started)
@@ -226,9 +225,7 @@ extension HealthStore {
         changes.arrived = item.arrived
         do {
             var result = try db.transaction {
-                let result = try write(item.batch, into: &changes)
-                try statements.setMeta("anchor", changes.anchor ?? previous)
-                return result
+                try write(item.batch, into: &changes)
             }
             finishCommit(from: previous, changes: changes)
             result.anchor = currentAnchor
@@ -267,7 +264,6 @@ extension HealthStore {
                     total.deleted += r.deleted
                     total.unknown += r.unknown
                 }
-                try statements.setMeta("anchor", changes.anchor ?? previous)
             }
         } catch {
             currentAnchor = previous

@@ -118,7 +118,11 @@ public actor HealthStore {
             try db.execute("PRAGMA cache_size=-32768")
             try db.execute("PRAGMA foreign_keys=OFF")
             statements = try Statements(db)
-            currentAnchor = try db.scalar("SELECT value FROM meta WHERE key = 'anchor'") ?? 0
+            // Each change's anchor is its record's rowid, so the highest one
+            // costs a commit no extra page; a purge that removes it first
+            // writes it into `meta` (`purgeTombstones`).
+            let kept = try db.scalar("SELECT value FROM meta WHERE key = 'anchor'") ?? 0
+            currentAnchor = max(kept, try db.scalar("SELECT max(anchor) FROM records") ?? 0)
             purgedAnchor = try db.scalar("SELECT value FROM meta WHERE key = 'purged_anchor'") ?? 0
         } catch let error as SQLiteError where error.isCorruption {
             throw StoreError.corrupt(configuration.path, error.message)
