@@ -196,7 +196,9 @@ extension HealthStore {
                 result.anchor = currentAnchor
                 item.completion(.success(result))
             }
-            if fault != nil { leaveFault() }
+            // A commit of duplicates alone writes nothing, so it proves
+            // nothing about the disk: the probe write decides then.
+            if fault != nil, changes.anchor != nil { leaveFault() }
         } catch {
             currentAnchor = previous
             if let reason = Self.storageFault(error) {

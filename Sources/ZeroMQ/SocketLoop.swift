@@ -6,8 +6,15 @@ import Syscall
 /// them together with a mailbox.
 ///
 /// The handler is created on the thread, used only there and dropped there,
-/// so a socket is never touched by two threads. Nothing here blocks Swift's
-/// cooperative pool.
+/// so a socket is never touched by two threads at once. Nothing here blocks
+/// Swift's cooperative pool.
+///
+/// A lendable loop (`init(lendable: true)`) lets another thread use its
+/// sockets while it is idle (`runIfIdle`), under a lock that it also holds
+/// whenever it handles a wake-up: a producer with one small message then
+/// sends it itself, saving this thread a wake-up. Such a loop polls its
+/// sockets' descriptors (`ZMQSocket.fileDescriptor`), not the sockets, so
+/// that its blocked poll never touches a socket another thread uses.
 public final class SocketLoop<Message: Sendable>: Sendable {
     /// What runs on the loop's thread. Not Sendable: it never leaves it.
     public struct Handler {
@@ -44,10 +51,38 @@ public final class SocketLoop<Message: Sendable>: Sendable {
     private let probesAsked = Atomic<UInt64>(0)
     private let probesAnswered = Atomic<UInt64>(0)
 
+    /// Held by the loop while it handles a wake-up and by a borrower
+    /// (`runIfIdle`); nil for a loop that lends nothing.
+    private let lending: Lending?
+
+    /// The handler, while the loop runs, for a borrower under the lock.
+    private final class Lending: @unchecked Sendable {
+        let lock = NSLock()
+        var handler: Handler?  // guarded by `lock`
+    }
+
+    /// - Parameter lendable: other threads may use the sockets while the
+    ///   loop is idle (`runIfIdle`).
     /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
-    public init(name: String, mailboxCapacity: Int = .max) throws {
+    public init(name: String, mailboxCapacity: Int = .max, lendable: Bool = false) throws {
         self.name = name
         self.mailbox = try Mailbox(capacity: mailboxCapacity)
+        lending = lendable ? Lending() : nil
+    }
+
+    /// Runs `body` with the loop's sockets on the calling thread, if the
+    /// loop is lendable, running, and idle: not handling a wake-up, with
+    /// nothing in its mailbox (so `body` cannot overtake a posted message).
+    /// Returns false, running nothing, otherwise: then post instead.
+    public func runIfIdle(_ body: ([ZMQSocket]) -> Void) -> Bool {
+        guard let lending, lending.lock.try() else { return false }
+        defer { lending.lock.unlock() }
+        guard let handler = lending.handler, mailbox.count == 0, !stopping.load(ordering: .relaxed) else { return false }
+        body(handler.sockets)
+        // The sends may have consumed the descriptor's signal of a message
+        // that arrived meanwhile: have the loop look.
+        if handler.sockets.contains(where: \.isReadable) { mailbox.wake() }
+        return true
     }
 
     /// Starts the thread and runs `make` on it to create the sockets.
@@ -114,8 +149,13 @@ public final class SocketLoop<Message: Sendable>: Sendable {
     }
 
     private func run(_ handler: Handler) {
-        let items = handler.sockets.map { ZMQSocket.PollItem.socket($0) } + [.fd(mailbox.fd)]
+        let sockets = handler.sockets
+        let lendable = lending != nil
+        let items = sockets.map { lendable ? ZMQSocket.PollItem.fd($0.fileDescriptor) : .socket($0) } + [.fd(mailbox.fd)]
+        lending?.lock.lock()
+        lending?.handler = handler
         var timeout = handler.tick()
+        lending?.lock.unlock()
         while !stopping.load(ordering: .sequentiallyConsistent) {
             let ready: [Bool]
             do {
@@ -123,19 +163,25 @@ public final class SocketLoop<Message: Sendable>: Sendable {
             } catch {
                 break  // context terminated
             }
-            for (i, isReady) in ready.enumerated() where isReady {
-                if i < handler.sockets.count { handler.readable(i) }
-            }
+            lending?.lock.lock()
+            // A lendable loop asks each socket (its descriptor only says "look").
+            for i in sockets.indices where lendable ? sockets[i].isReadable : ready[i] { handler.readable(i) }
             if ready.last == true || mailbox.count > 0 {
                 let messages = mailbox.drain()
                 if !messages.isEmpty { handler.received(messages) }
             }
             timeout = handler.tick()
+            // Its own sends may have consumed a descriptor's signal: look again at once.
+            if lendable, sockets.contains(where: \.isReadable) { timeout = 0 }
+            lending?.lock.unlock()
             probesAnswered.store(probesAsked.load(ordering: .sequentiallyConsistent), ordering: .sequentiallyConsistent)
         }
+        lending?.lock.lock()
+        defer { lending?.lock.unlock() }
+        lending?.handler = nil
         let rest = mailbox.drain()
         if !rest.isEmpty { handler.received(rest) }
         handler.finish()
-        for socket in handler.sockets { socket.close() }
+        for socket in sockets { socket.close() }
     }
 }

@@ -4,7 +4,9 @@ import Foundation
 /// One ZeroMQ socket.
 ///
 /// - Important: a socket belongs to one thread for its whole life. Create it,
-///   use it and close it on that thread (see `SocketLoop`).
+///   use it and close it on that thread (see `SocketLoop`). The one
+///   exception is libzmq's own: a socket may move between threads across a
+///   full memory barrier, which `SocketLoop.runIfIdle` gives with a lock.
 public final class ZMQSocket {
     public enum Kind: Sendable {
         case pub, sub, xpub, xsub, router, dealer, req, rep, push, pull, pair
@@ -263,6 +265,26 @@ public final class ZMQSocket {
             throw error
         }
         return raw.map { $0.revents & Int16(ZMQ_POLLIN) != 0 }
+    }
+
+    /// The descriptor that becomes readable when `isReadable` (or whether
+    /// the socket can send) may have changed (`ZMQ_FD`). Edge-triggered:
+    /// any operation on the socket may consume its signal, so check
+    /// `isReadable` after each one rather than trusting the descriptor alone.
+    public var fileDescriptor: Int32 {
+        var fd: Int32 = -1
+        var size = MemoryLayout<Int32>.size
+        _ = zmq_getsockopt(handle, ZMQ_FD, &fd, &size)
+        return fd
+    }
+
+    /// Whether a message waits to be received now (`ZMQ_EVENTS`); asking
+    /// also processes the socket's pending commands.
+    public var isReadable: Bool {
+        var events: Int32 = 0
+        var size = MemoryLayout<Int32>.size
+        guard zmq_getsockopt(handle, ZMQ_EVENTS, &events, &size) == 0 else { return false }
+        return events & Int32(ZMQ_POLLIN) != 0
     }
 
     public enum PollItem {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import ZeroMQ
@@ -113,6 +114,126 @@ struct ZeroMQTests {
         #expect(got == ["hello", "mail:x"])
         push.close()
         await loop.stop()
+    }
+
+    /// A lendable loop whose one PAIR socket sends what is posted and
+    /// yields what it reads.
+    static func lendableLoop(
+        _ context: ZMQContext, _ path: String, read: @escaping @Sendable (String) -> Void,
+        block: DispatchSemaphore? = nil
+    ) async throws -> SocketLoop<String> {
+        let loop = try SocketLoop<String>(name: "lendable", lendable: true)
+        try await loop.start {
+            let socket = try ZMQSocket(context, .pair)
+            try socket.bind(path)
+            return .init(
+                sockets: [socket],
+                readable: { _ in
+                    while let frames = try? socket.receive(dontWait: true) { read(String(decoding: frames[0], as: UTF8.self)) }
+                },
+                received: { messages in
+                    for m in messages {
+                        if m == "block" { block?.wait() } else { _ = try? socket.send([Data(m.utf8)]) }
+                    }
+                })
+        }
+        return loop
+    }
+
+    /// Sends made here (`runIfIdle`) and through the mailbox arrive in the
+    /// order they were made: a borrower never overtakes a posted message.
+    /// The loop still notices what its socket receives, though the
+    /// borrower's sends may consume its descriptor's signal.
+    @Test func aLendableLoopKeepsOrderAndStillReads() async throws {
+        let context = ZMQContext()
+        let path = "inproc://lend-\(UUID().uuidString)"
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
+        let loop = try await Self.lendableLoop(context, path, read: { continuation.yield($0) })
+        let peer = try ZMQSocket(context, .pair)
+        try peer.setReceiveTimeout(ms: 10_000)
+        try peer.connect(path)
+        var lent = 0
+        for i in 0..<3000 {
+            let text = "\(i)"
+            // Every tenth through the mailbox, and a pause now and then so
+            // that the loop is sometimes idle, sometimes still draining.
+            if i % 10 == 5 { usleep(300) }
+            if i % 10 == 0 || !loop.runIfIdle({ sockets in _ = try? sockets[0].send([Data(text.utf8)]) }) {
+                loop.mailbox.post(text)
+            } else {
+                lent += 1
+            }
+            if i == 1500 { try peer.send([Data("from the peer".utf8)]) }
+        }
+        var order: [Int] = []
+        while order.count < 3000, let frames = try peer.receive() {
+            order.append(Int(String(decoding: frames[0], as: UTF8.self)) ?? -1)
+        }
+        let firstOutOfOrder = order.indices.first { order[$0] != $0 }
+        #expect(order.count == 3000 && firstOutOfOrder == nil, "out of order from \(firstOutOfOrder ?? -1)")
+        #expect(lent > 0)
+        var heard: String?
+        for await text in stream {
+            heard = text
+            break
+        }
+        #expect(heard == "from the peer")
+        peer.close()
+        await loop.stop()
+    }
+
+    /// A message that arrives while a borrower sends is still read by the
+    /// loop, with no other wake-up to help: the borrower's send may have
+    /// consumed the descriptor's signal, so it has the loop look again.
+    @Test func aLoopReadsWhatArrivesWhileABorrowerSends() async throws {
+        let context = ZMQContext()
+        let path = "inproc://lend-read-\(UUID().uuidString)"
+        let heard = Mutex<Set<String>>([])
+        let loop = try await Self.lendableLoop(context, path, read: { text in heard.withLock { _ = $0.insert(text) } })
+        let peer = try ZMQSocket(context, .pair)
+        try peer.connect(path)
+        for round in 0..<200 {
+            try peer.send([Data("ping \(round)".utf8)])
+            var sent = false
+            while !sent {
+                sent = loop.runIfIdle { sockets in
+                    for _ in 0..<20 { _ = try? sockets[0].send([Data("x".utf8)], dontWait: true) }
+                }
+            }
+            while (try? peer.receive(dontWait: true)) != nil {}  // so that the loop's queue never fills
+            let deadline = ContinuousClock.now + .seconds(3)
+            while !heard.withLock({ $0.contains("ping \(round)") }), ContinuousClock.now < deadline { usleep(100) }
+            guard heard.withLock({ $0.contains("ping \(round)") }) else {
+                Issue.record("the loop never read ping \(round); it heard \(heard.withLock { $0.count }) pings")
+                break
+            }
+        }
+        peer.close()
+        await loop.stop()
+    }
+
+    /// A loop handling a wake-up, or one that is not lendable, lends nothing.
+    @Test func aBusyOrPlainLoopLendsNothing() async throws {
+        let context = ZMQContext()
+        let block = DispatchSemaphore(value: 0)
+        let loop = try await Self.lendableLoop(context, "inproc://busy-\(UUID().uuidString)", read: { _ in }, block: block)
+        loop.mailbox.post("block")
+        // Until the loop is inside its handler, an idle loop may lend.
+        var refused = false
+        for _ in 0..<5000 where !refused {
+            refused = !loop.runIfIdle { _ in }
+            if !refused { usleep(200) }
+        }
+        #expect(refused)
+        #expect(!loop.runIfIdle { _ in Issue.record("ran while the loop was busy") })
+        block.signal()
+        await loop.stop()
+        #expect(!loop.runIfIdle { _ in Issue.record("ran on a stopped loop") })
+
+        let plain = try SocketLoop<String>(name: "plain")
+        try await plain.start { .init(sockets: []) }
+        #expect(!plain.runIfIdle { _ in Issue.record("a plain loop lent its sockets") })
+        await plain.stop()
     }
 
     @Test func stoppingALoopThatNeverStartedReturns() async throws {

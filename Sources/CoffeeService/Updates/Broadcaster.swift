@@ -74,7 +74,7 @@ public final class Broadcaster: Service {
         self.context = context
         self.store = store
         self.counters = counters
-        loop = try SocketLoop(name: "updates", mailboxCapacity: configuration.queueCapacity)
+        loop = try SocketLoop(name: "updates", mailboxCapacity: configuration.queueCapacity, lendable: true)
     }
 
     public var boundEndpoints: [String] { endpoints.withLock { $0 } }
@@ -117,13 +117,7 @@ public final class Broadcaster: Service {
                         case .message(let topic, let body):
                             _ = try? socket.send([Data(topic.utf8), body], dontWait: true)
                         case .commit(let commit):
-                            // At most `pageSize` changes a message (PROTOCOL.md §3): a larger commit's pages chain.
-                            for batch in commit.pages(of: Self.pageSize) {
-                                let (added, deleted) = batch.resolved()
-                                self.sendChanges(
-                                    socket, anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: added,
-                                    deleted: deleted, arrived: batch.arrived)
-                            }
+                            self.sendCommit(socket, commit)
                         case .pages(let batch):
                             self.sendPages(socket, batch)
                         case .barrier(let reached):
@@ -176,11 +170,34 @@ public final class Broadcaster: Service {
         }
     }
 
-    /// Publishes a commit as `changes`. Called on the store's thread (a
-    /// `HealthStore.CommitObserver`), so it only queues; the message is
-    /// encoded on the publisher's thread.
+    /// A commit of at most this many changes is published by the thread
+    /// that committed it when the publisher is idle (`SocketLoop.runIfIdle`).
+    static let sendHereLimit = 64
+
+    /// Publishes a commit as `changes`. Called where the commit ran (a
+    /// `HealthStore.CommitObserver`). A small commit, with the publisher
+    /// idle and nothing queued before it, is encoded and sent right here:
+    /// at a low rate one thread then receives, commits and publishes, with
+    /// no wake-up of the publisher's. Anything else only queues, so the
+    /// store's thread never encodes a large commit.
     func announce(_ batch: CommittedBatch) {
+        if batch.isComplete, batch.log.count <= Self.sendHereLimit,
+            loop.runIfIdle({ sockets in self.sendCommit(sockets[0], batch) })
+        {
+            return
+        }
         post(batch.isComplete ? .commit(batch) : .pages(batch))
+    }
+
+    /// A commit whose changes it carries, as `changes` messages of at most
+    /// `pageSize` changes (PROTOCOL.md §3): a larger commit's pages chain.
+    private func sendCommit(_ socket: ZMQSocket, _ commit: CommittedBatch) {
+        for batch in commit.pages(of: Self.pageSize) {
+            let (added, deleted) = batch.resolved()
+            sendChanges(
+                socket, anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: added, deleted: deleted,
+                arrived: batch.arrived)
+        }
     }
 
     private func sendChanges(
