@@ -41,7 +41,7 @@ public final class IngestEndpoint: Service {
     /// that commits stay under `HealthStore.announceLimit` and are announced
     /// whole (100-event messages made batches of 400,000, read back in pages).
     static let changesPerBatch = 5000
-    /// A wake-up that read at most this many messages commits them on this
+    /// A wake-up that read at most this many changes commits them on this
     /// thread when the store is idle (`HealthStore.commitStaged(here:)`):
     /// at a low rate, one thread does receive, commit and announce, as the
     /// one-thread peers do. Past it, the store's thread commits while this
@@ -198,7 +198,7 @@ public final class IngestEndpoint: Service {
         let registry = authenticated ? self.registry : nil
         var batch = WriteBatch()
         var rejected: [DeadLetterFile.Entry] = []
-        var read = 0
+        var read = 0  // changes
         for _ in 0..<Self.messagesPerWake {
             // Decoded straight from ZeroMQ's buffers; only a rejected body is copied.
             guard
@@ -208,9 +208,9 @@ public final class IngestEndpoint: Service {
             else {
                 break
             }
-            read += 1
             switch outcome {
             case .drinks(let drinks):
+                read += drinks.count
                 counters.received(drinks.count, over: .bus)
                 if !batch.acceptsDrinksInOrder {
                     stage(batch, store)
@@ -218,6 +218,7 @@ public final class IngestEndpoint: Service {
                 }
                 batch.drinks += drinks
             case .deletions(let deletions):
+                read += deletions.count
                 counters.received(deletions.count, over: .bus)
                 batch.deletions += deletions
             case .rejected(let entry):
