@@ -9,7 +9,8 @@ import Synchronization
 /// SQLite in WAL mode with `synchronous=FULL`. Every change that takes
 /// effect gets the next anchor, committed in the same transaction as the data.
 /// The actor runs on a thread of its own, so fsync never blocks the
-/// cooperative pool.
+/// cooperative pool; while that thread is idle, a producer may borrow its
+/// isolation and commit on its own thread (`commitStaged(here:)`).
 ///
 /// The API is split by concern: writing and group commit
 /// (`HealthStore+Writing.swift`, deciding through `GroupCommitQueue`),

@@ -11,7 +11,9 @@ import ZeroMQ
 /// Each wake-up reads what is waiting, validates every message whole, and
 /// hands the valid ones to the store as one batch; the store's group commit
 /// merges batches that queue during an fsync. A high-rate stream of
-/// single-event messages thus becomes few large transactions. As a service
+/// single-event messages thus becomes few large transactions. A light
+/// wake-up with the store idle commits on this thread instead (the leader
+/// of the group commit), saving the store's thread a wake-up per event. As a service
 /// it drains what it submitted: a shutdown stops reading, then commits
 /// every batch handed to the store.
 public final class IngestEndpoint: Service {

@@ -8,7 +8,8 @@ import ZeroMQ
 
 /// The PUB socket of PROTOCOL.md §3, on a thread of its own (`updates`).
 ///
-/// Producers post to a bounded mailbox and never wait: a slow or stuck
+/// Producers post to a bounded mailbox, or send a small commit themselves
+/// while the publisher is idle, and never wait: a slow or stuck
 /// subscriber costs it messages (ZeroMQ's high-water mark), and a publisher
 /// thread that falls behind drops from the mailbox, counted; neither ever
 /// slows the store. Heartbeats come from the loop's own timer. As a service
