@@ -19,17 +19,47 @@ import Foundation
 public struct CaffeineIndex: Sendable {
     public let model: CaffeineModel
 
+    /// Where a held drink is: its minute, and which of that minute's
+    /// entries is the current one.
+    private struct Slot: Sendable {
+        var minute: Int64
+        var serial: Int
+    }
+
+    private struct Entry: Sendable {
+        var drink: Drink
+        var serial: Int
+    }
+
     private struct Minute: Sendable {
         var weighted = 0.0
         var mg = 0.0
-        var drinks: [UUID: Drink] = [:]
+        /// Every drink put in this minute, in order, with some that have
+        /// left since (their serial is no longer their UUID's slot):
+        /// appending costs no hashing, and `compact` drops the leavers
+        /// before the minute is read.
+        var entries: [Entry] = []
+        /// How many of `entries` are held.
+        var held = 0
         /// A drink left or was replaced since the sums were made.
         var stale = false
+
+        mutating func add(_ entry: Entry, weight: Double) {
+            entries.append(entry)
+            held += 1
+            weighted += weight
+            mg += entry.drink.mgCaffeine
+        }
+
+        /// Its drinks, once `resum` has dropped the leavers (a minute is
+        /// read only when not stale).
+        var drinks: some Sequence<Drink> { entries.lazy.map(\.drink) }
     }
 
     private var minutes: [Int64: Minute] = [:]
-    /// Where each drink is, for removal by UUID.
-    private var minuteOf: [UUID: Int64] = [:]
+    /// Each held drink's place: one lookup by UUID per insert or remove.
+    private var slots: [UUID: Slot] = [:]
+    private var nextSerial = 0
     /// The reference time `T` of the weights.
     private var reference: Date
 
@@ -38,7 +68,17 @@ public struct CaffeineIndex: Sendable {
         self.reference = reference
     }
 
-    public var count: Int { minuteOf.count }
+    public var count: Int { slots.count }
+
+    /// The held drinks, in no order.
+    public var drinks: [Drink] {
+        var all: [Drink] = []
+        all.reserveCapacity(slots.count)
+        for minute in minutes.values {
+            for entry in minute.entries where isHeld(entry) { all.append(entry.drink) }
+        }
+        return all
+    }
 
     private var halfLife: Double { model.halfLifeHours * 3600 }
 
@@ -48,21 +88,27 @@ public struct CaffeineIndex: Sendable {
         drink.mgCaffeine * pow(2, drink.date.timeIntervalSince(reference) / halfLife)
     }
 
+    private func isHeld(_ entry: Entry) -> Bool { slots[entry.drink.uuid]?.serial == entry.serial }
+
     /// Holds `drink`, replacing whatever its UUID held.
     public mutating func insert(_ drink: Drink) {
-        remove(drink.uuid)
         let m = Self.minute(drink.date)
-        minutes[m, default: Minute()].drinks[drink.uuid] = drink
-        minutes[m]!.weighted += weight(drink)
-        minutes[m]!.mg += drink.mgCaffeine
-        minuteOf[drink.uuid] = m
+        nextSerial += 1
+        if let old = slots.updateValue(Slot(minute: m, serial: nextSerial), forKey: drink.uuid) { leave(old.minute) }
+        let weight = weight(drink)
+        minutes[m, default: Minute()].add(Entry(drink: drink, serial: nextSerial), weight: weight)
     }
 
     /// Lets go of the drink with `uuid`, if held.
     public mutating func remove(_ uuid: UUID) {
-        guard let m = minuteOf.removeValue(forKey: uuid) else { return }
-        minutes[m]!.drinks[uuid] = nil
-        if minutes[m]!.drinks.isEmpty {
+        guard let slot = slots.removeValue(forKey: uuid) else { return }
+        leave(slot.minute)
+    }
+
+    /// One of minute `m`'s drinks is no longer held there.
+    private mutating func leave(_ m: Int64) {
+        minutes[m]!.held -= 1
+        if minutes[m]!.held == 0 {
             minutes[m] = nil
         } else {
             minutes[m]!.stale = true
@@ -73,26 +119,28 @@ public struct CaffeineIndex: Sendable {
     public mutating func removeAll(datedBefore cutoff: Date) {
         let last = Self.minute(cutoff)
         for (m, minute) in minutes where m <= last {
-            for drink in minute.drinks.values where drink.date < cutoff { remove(drink.uuid) }
+            for entry in minute.entries where entry.drink.date < cutoff && isHeld(entry) { remove(entry.drink.uuid) }
         }
     }
 
     /// Drops everything.
     public mutating func removeAll() {
         minutes = [:]
-        minuteOf = [:]
+        slots = [:]
     }
 
+    /// Drops minute `m`'s leavers and makes its sums again from its drinks.
     private mutating func resum(_ m: Int64) {
-        var weighted = 0.0
-        var mg = 0.0
-        for drink in minutes[m]!.drinks.values {
-            weighted += weight(drink)
-            mg += drink.mgCaffeine
+        var minute = minutes.removeValue(forKey: m)!
+        minute.entries.removeAll { !isHeld($0) }
+        minute.weighted = 0
+        minute.mg = 0
+        for entry in minute.entries {
+            minute.weighted += weight(entry.drink)
+            minute.mg += entry.drink.mgCaffeine
         }
-        minutes[m]!.weighted = weighted
-        minutes[m]!.mg = mg
-        minutes[m]!.stale = false
+        minute.stale = false
+        minutes[m] = minute
     }
 
     /// Makes every sum again from the drinks, against `reference`.
@@ -121,16 +169,16 @@ public struct CaffeineIndex: Sendable {
             if m > first && m < last {
                 weighted += minute.weighted
             } else if m >= first {
-                for drink in minute.drinks.values where model.counts(drink, at: at) {
+                for drink in minute.drinks where model.counts(drink, at: at) {
                     exactNow += model.remaining(mg: drink.mgCaffeine, taken: drink.date, at: at)
                 }
             }
             // Today: the same, from local midnight.
             if m > dayFirst && m < last {
                 mgToday += minute.mg
-                drinksToday += minute.drinks.count
+                drinksToday += minute.held
             } else if m >= dayFirst {
-                for drink in minute.drinks.values where drink.date >= midnight && drink.date <= at {
+                for drink in minute.drinks where drink.date >= midnight && drink.date <= at {
                     mgToday += drink.mgCaffeine
                     drinksToday += 1
                 }

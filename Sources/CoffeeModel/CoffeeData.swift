@@ -16,14 +16,12 @@ public actor CoffeeData {
     private let cache: CoffeeDataStore?
     private let logger = Logger(label: "model")
 
-    /// Current drinks by UUID: the last `CaffeineModel.retention` and any
-    /// dated in the future (which count once their time comes).
-    public private(set) var currentDrinks: [UUID: Drink] = [:]
-    /// The same drinks, summed per minute, so that a snapshot costs the
-    /// same whatever their number (`CaffeineIndex`). Changed only with
-    /// `currentDrinks`, through `set(_:for:)`.
+    /// The current drinks: the last `CaffeineModel.retention` and any
+    /// dated in the future (which count once their time comes), summed per
+    /// minute so that a snapshot costs the same whatever their number, and
+    /// held once, by UUID (`CaffeineIndex`).
     private var index: CaffeineIndex
-    /// The store anchor that `currentDrinks` reflects.
+    /// The store anchor that the held drinks reflect.
     public private(set) var anchor: Int64 = 0
 
     private var lastPruned = Date.distantPast
@@ -80,9 +78,9 @@ public actor CoffeeData {
 
     /// Replaces the whole state (start-up, resync).
     public func reset(drinks: [Drink], anchor: Int64) async {
-        currentDrinks = Dictionary(drinks.map { ($0.uuid, $0) }, uniquingKeysWith: { a, b in a.version >= b.version ? a : b })
+        let latest = Dictionary(drinks.map { ($0.uuid, $0) }, uniquingKeysWith: { a, b in a.version >= b.version ? a : b })
         index.removeAll()
-        for drink in currentDrinks.values { index.insert(drink) }
+        for drink in latest.values { index.insert(drink) }
         self.anchor = anchor
         removeOutdatedDrinks(force: true)
         await drinksUpdated()
@@ -117,9 +115,8 @@ public actor CoffeeData {
         set(drink.date >= cutoff ? drink : nil, for: drink.uuid)
     }
 
-    /// Holds `drink` for `uuid`, or lets go of it (nil), in both views.
+    /// Holds `drink` for `uuid`, or lets go of it (nil).
     private func set(_ drink: Drink?, for uuid: UUID) {
-        currentDrinks[uuid] = drink
         if let drink { index.insert(drink) } else { index.remove(uuid) }
     }
 
@@ -163,16 +160,17 @@ public actor CoffeeData {
         let now = clock.now()
         guard force || now.timeIntervalSince(lastPruned) >= 60 else { return }
         lastPruned = now
-        let cutoff = now - CaffeineModel.retention
-        currentDrinks = currentDrinks.filter { $0.value.date >= cutoff }
-        index.removeAll(datedBefore: cutoff)
+        index.removeAll(datedBefore: now - CaffeineModel.retention)
     }
 
     /// What the cache writes: the drinks, in no order, and their anchor, read together.
-    public func cacheContents() -> (drinks: [Drink], anchor: Int64) { (Array(currentDrinks.values), anchor) }
+    public func cacheContents() -> (drinks: [Drink], anchor: Int64) { (index.drinks, anchor) }
+
+    /// How many drinks are held.
+    public var count: Int { index.count }
 
     /// The drinks, oldest first.
-    public var drinks: [Drink] { currentDrinks.values.sorted(by: Drink.chronological) }
+    public var drinks: [Drink] { index.drinks.sorted(by: Drink.chronological) }
 
     /// The model at `at` (default now), if `at` lies where the held drinks
     /// cover it; otherwise nil and the caller asks the store.

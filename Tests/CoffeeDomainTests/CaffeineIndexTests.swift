@@ -76,6 +76,10 @@ struct CaffeineIndexTests {
                 index.removeAll(datedBefore: cutoff)
             }
             if step % 20 == 0 { Self.agree(&index, held, at: now, "\(zone) step \(step)") }
+            if step % 100 == 0 {
+                // What it holds, leavers and replaced versions left out (what the model cache saves).
+                #expect(index.drinks.count == held.count && Set(index.drinks) == Set(held.values), "\(zone) step \(step)")
+            }
         }
         #expect(index.count == held.count)
     }

@@ -69,7 +69,7 @@ struct CoffeeDataTests {
         defer { f.cleanup() }
         let m = f.model()
         await m.updateModel(newDrinks: [f.drink(-60)], deletedDrinks: [], anchor: 1)
-        #expect(await m.currentDrinks.count == 1)
+        #expect(await m.count == 1)
     }
 
     /// Same guard: delete-only changes were ignored too.
@@ -80,7 +80,7 @@ struct CoffeeDataTests {
         let a = f.drink(-60)
         await m.updateModel(newDrinks: [a], deletedDrinks: [], anchor: 1)
         await m.updateModel(newDrinks: [], deletedDrinks: [a.uuid], anchor: 2)
-        #expect(await m.currentDrinks.isEmpty)
+        #expect(await m.count == 0)
         #expect(await m.anchor == 2)
     }
 
@@ -379,7 +379,7 @@ struct CoffeeDataIndexTests {
         _ = await m.applyArrived()
         f.clock.advance(by: 20 * 3600)  // many leave the window
         await m.updateModel(newDrinks: [f.drink(-10)], deletedDrinks: [], anchor: 4)
-        let held = await m.currentDrinks
+        let held = Dictionary(uniqueKeysWithValues: await m.drinks.map { ($0.uuid, $0) })
         let snapshot = await m.snapshot()!
         let exact = m.model.snapshot(of: Array(held.values), at: f.clock.now(), anchor: 4)
         #expect(abs(snapshot.mgCaffeine - exact.mgCaffeine) < 1e-9 * max(1, exact.mgCaffeine))
