@@ -297,10 +297,11 @@ extension HealthStore {
         var next = changes.anchor ?? currentAnchor
         for drink in batch.drinks {
             // Stored when there is no record or the record's version is lower.
-            if try statements.upsert(drink, anchor: next + 1, now: now) {
+            let upsert = try statements.upsert(drink, anchor: next + 1, now: now)
+            if upsert != .unchanged {
                 next += 1
                 result.added += 1
-                changes.record(.added(drink), anchor: next)
+                changes.record(.added(drink), anchor: next, replacing: upsert == .replaced)
             } else {
                 result.duplicates += 1
                 // Only for a caller that reports it: was it a deletion that kept it out?
@@ -325,7 +326,7 @@ extension HealthStore {
             }
             next += 1
             try statements.tombstone(deletion.uuid, version: version, anchor: next, now: now)
-            changes.record(.deleted(Tombstone(uuid: deletion.uuid, version: version)), anchor: next)
+            changes.record(.deleted(Tombstone(uuid: deletion.uuid, version: version)), anchor: next, replacing: existing != nil)
         }
         return result
     }
@@ -339,9 +340,12 @@ struct CommitChanges {
     var log: [CommittedBatch.Change] = []
     var isComplete = true
     var arrived: ContinuousClock.Instant?
+    /// Some change replaced a record that existed (see `CommittedBatch.replacesRecords`).
+    var replacesRecords = false
 
-    mutating func record(_ change: CommittedBatch.Change, anchor: Int64) {
+    mutating func record(_ change: CommittedBatch.Change, anchor: Int64, replacing: Bool) {
         self.anchor = anchor
+        if replacing { replacesRecords = true }
         guard isComplete else { return }
         log.append(change)
         if log.count > HealthStore.announceLimit {
@@ -351,6 +355,8 @@ struct CommitChanges {
     }
 
     func committed(previousAnchor: Int64, anchor: Int64) -> CommittedBatch {
-        CommittedBatch(anchor: anchor, previousAnchor: previousAnchor, log: log, isComplete: isComplete, arrived: arrived)
+        CommittedBatch(
+            anchor: anchor, previousAnchor: previousAnchor, log: log, isComplete: isComplete, arrived: arrived,
+            replacesRecords: replacesRecords)
     }
 }

@@ -43,8 +43,17 @@ final class Statements: @unchecked Sendable {
         metaStatement = nil
     }
 
-    /// True when the drink was stored.
-    func upsert(_ drink: Drink, anchor: Int64, now: Int64) throws -> Bool {
+    /// What an upsert did.
+    enum Upsert {
+        /// A new record.
+        case inserted
+        /// A newer version over a record (live or a tombstone).
+        case replaced
+        /// Nothing: the record's version was not lower.
+        case unchanged
+    }
+
+    func upsert(_ drink: Drink, anchor: Int64, now: Int64) throws -> Upsert {
         let s = upsertStatement!
         try bind(drink.uuid, to: s, at: 1)
         try s.bind(2, drink.version)
@@ -55,7 +64,9 @@ final class Statements: @unchecked Sendable {
         try s.bind(7, drink.source)
         try s.bind(8, now)
         try s.run()
-        return db.changes > 0
+        guard db.changes > 0 else { return .unchanged }
+        // Anchors only grow, so the last rowid inserted is this anchor only if this row is new.
+        return db.lastInsertRowID == anchor ? .inserted : .replaced
     }
 
     /// The record's version and whether it is a tombstone, if there is one.

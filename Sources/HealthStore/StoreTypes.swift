@@ -103,20 +103,24 @@ public struct CommittedBatch: Sendable, Hashable {
     /// `ContinuousClock` instant), for the publish-delay histogram; nil
     /// when unknown.
     public var arrived: ContinuousClock.Instant?
+    /// Some change replaced a record that existed before it: only then can
+    /// a UUID appear in `log` more than once (its second write replaces the
+    /// first), so false lets `resolved()` skip its map. The store sets it;
+    /// anyone else leaves it true.
+    public var replacesRecords: Bool
 
     public init(
         anchor: Int64, previousAnchor: Int64, log: [Change], isComplete: Bool = true,
-        arrived: ContinuousClock.Instant? = nil
+        arrived: ContinuousClock.Instant? = nil, replacesRecords: Bool = true
     ) {
         self.arrived = arrived
+        self.replacesRecords = replacesRecords
         self.anchor = anchor
         self.previousAnchor = previousAnchor
         self.log = log
         self.isComplete = isComplete
     }
 
-    /// Each UUID once, in its final state, in order of first appearance:
-    /// what a `changes` message carries. Resolves on every call.
     /// The commit as pages of at most `size` changes, in order, each with
     /// the anchors it spans: a page's changes took the anchors after its
     /// `previousAnchor` up to its `anchor`, one each, so the pages chain.
@@ -126,11 +130,14 @@ public struct CommittedBatch: Sendable, Hashable {
             let end = min(start + size, log.count)
             return CommittedBatch(
                 anchor: previousAnchor + Int64(end), previousAnchor: previousAnchor + Int64(start), log: Array(log[start..<end]),
-                arrived: arrived)
+                arrived: arrived, replacesRecords: replacesRecords)
         }
     }
 
+    /// Each UUID once, in its final state, in order of first appearance:
+    /// what a `changes` message carries. Resolves on every call.
     public func resolved() -> (added: [Drink], deleted: [Tombstone]) {
+        guard replacesRecords else { return Change.split(log) }  // each UUID is in the log once
         var final: [Change] = []
         final.reserveCapacity(log.count)
         var position: [UUID: Int] = [:]

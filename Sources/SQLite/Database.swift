@@ -90,6 +90,9 @@ public final class Database {
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     public var changes: Int { Int(sqlite3_changes(handle)) }
 
+    /// The rowid of the last row inserted (an UPSERT's update leaves it alone).
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
     /// The single text result of a PRAGMA or query, such as `PRAGMA journal_mode=WAL`.
     public func text(_ sql: String) throws(SQLiteError) -> String? {
         let statement = try prepare(sql)

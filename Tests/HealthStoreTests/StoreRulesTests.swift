@@ -147,6 +147,30 @@ struct StoreRulesTests {
         await store.close()
     }
 
+    /// A commit says whether it replaced a record: only then may a UUID be
+    /// in its log twice, and only then does `resolved()` build its map.
+    @Test func aCommitSaysWhetherItReplacedARecord() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let recorder = await CommitRecorder(store)
+        let (a, b) = (drink(at: 1), drink(at: 2))
+        _ = try await store.save([a, b])  // new records only
+        _ = try await store.delete([Deletion(uuid: UUID())])  // a tombstone for an unknown UUID is new too
+        // One commit that writes a twice (v1 then v2) and deletes b, stored before.
+        let c = drink(at: 3)
+        var c2 = c
+        c2.version = 2
+        _ = try await store.apply(WriteBatch(drinks: [c, c2], deletions: [Deletion(uuid: b.uuid)]))
+        _ = try await store.save([drink(a.uuid, mg: 50, at: 1, version: 2)])  // a newer version of a stored drink
+        let batches = recorder.batches
+        #expect(batches.map(\.replacesRecords) == [false, false, true, true])
+        let (added, deleted) = batches[2].resolved()
+        #expect(added == [c2] && deleted == [Tombstone(uuid: b.uuid, version: 1)])
+        #expect(batches[0].resolved().added == [a, b])
+        await store.close()
+    }
+
     @Test func pagingWithNullAnchorReturnsLiveDrinksOnly() async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

@@ -59,7 +59,7 @@ def test_3_a_bare_uuid_string_is_a_deletion_everywhere(service):
     pub.send_multipart([b"drink.delete", json.dumps([drinks[2]["uuid"]]).encode()])
     drop(service, "deletions.json", json.dumps({"drinks": [], "deleted": [drinks[3]["uuid"]]}))
     wait_until(lambda: not ({d["uuid"] for d in drinks} & uuids(service)), what="all four deleted")
-    assert processed(service, "deletions.json")
+    wait_until(lambda: processed(service, "deletions.json"), what="deletions.json moved to processed/")
     pub.close()
 
 
