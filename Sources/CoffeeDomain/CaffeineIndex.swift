@@ -105,15 +105,22 @@ public struct CaffeineIndex: Sendable {
         leave(slot.minute)
     }
 
-    /// One of minute `m`'s drinks is no longer held there.
+    /// One of minute `m`'s drinks is no longer held there. A minute that no
+    /// snapshot reads (one dated ahead, say, given new versions again and
+    /// again) is compacted once leavers outnumber its drinks, so its
+    /// entries stay within twice what it holds.
     private mutating func leave(_ m: Int64) {
         minutes[m]!.held -= 1
         if minutes[m]!.held == 0 {
             minutes[m] = nil
         } else {
             minutes[m]!.stale = true
+            if minutes[m]!.entries.count > 2 * minutes[m]!.held + 16 { resum(m) }
         }
     }
+
+    /// Entries kept, leavers included (for tests of the bound above).
+    var entryCount: Int { minutes.values.reduce(0) { $0 + $1.entries.count } }
 
     /// Lets go of every drink dated before `cutoff`.
     public mutating func removeAll(datedBefore cutoff: Date) {

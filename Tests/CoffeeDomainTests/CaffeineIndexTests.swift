@@ -110,6 +110,25 @@ struct CaffeineIndexTests {
         }
     }
 
+    /// A drink dated ahead, given a new version again and again, is in a
+    /// minute no snapshot reads: its replaced versions must not pile up.
+    @Test func replacedVersionsDoNotPileUpWhereNoSnapshotReads() {
+        let model = CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!)
+        let now = Date(timeIntervalSince1970: 1_796_000_000)
+        var index = CaffeineIndex(model: model, reference: now)
+        index.insert(Drink(mgCaffeine: 5, date: now + 3600))  // so that the minute never empties
+        let uuid = UUID()
+        for version in 1...10_000 {
+            index.insert(Drink(uuid: uuid, mgCaffeine: Double(version % 300 + 1), date: now + 3600, version: Int64(version)))
+        }
+        #expect(index.count == 2)
+        #expect(index.entryCount <= 2 * 2 + 16 + 1)
+        #expect(Set(index.drinks.map(\.version)) == [10_000, 1])
+        // Its sums are the final versions' once it comes due.
+        let exact = model.snapshot(of: index.drinks, at: now + 7200, anchor: 1)
+        #expect(abs(index.snapshot(at: now + 7200, anchor: 1).mgCaffeine - exact.mgCaffeine) < 1e-9)
+    }
+
     /// What the incremental index is for: a snapshot reads minutes, not drinks.
     @Test func aSnapshotReadsMinutesNotDrinks() {
         let model = CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!)
