@@ -11,6 +11,9 @@ public enum InputField<Value: Sendable>: Sendable {
 /// A date as it arrived: text, epoch seconds, or a property-list date.
 public enum InputDate: Sendable, Hashable {
     case text(String)
+    /// Text that was read in place and is a valid RFC 3339 date (the bus's
+    /// common case: no `String` is made for it).
+    case rfc3339(Date)
     case epochSeconds(Double)
     case date(Date)
 }
@@ -24,6 +27,10 @@ public protocol JSONObjectInput: Sendable {
     /// Takes one member of the object. A name given twice is taken twice,
     /// so the last one wins, as with `JSONValue[member:]`.
     mutating func take(_ key: JSONKey, _ value: JSONValue)
+    /// Takes a member whose value is a string of printable ASCII without
+    /// escapes, read in place (valid only during the call); false to have
+    /// it as a `JSONValue` through `take(_:_:)` instead.
+    mutating func take(_ key: JSONKey, text: UnsafeBufferPointer<UInt8>) -> Bool
     /// An input from a value that is not an object, where the contract
     /// allows one (a deletion given as a bare UUID string); nil otherwise.
     static func fromScalar(_ value: JSONValue) -> Self?
@@ -31,6 +38,8 @@ public protocol JSONObjectInput: Sendable {
 
 extension JSONObjectInput {
     public static func fromScalar(_ value: JSONValue) -> Self? { nil }
+
+    public mutating func take(_ key: JSONKey, text: UnsafeBufferPointer<UInt8>) -> Bool { false }
 
     /// From an object already read whole (an inbox document, a query).
     public init(json object: JSONValue) {
@@ -91,6 +100,11 @@ public struct DrinkInput: Decodable, JSONObjectInput {
     public var type: InputField<String> = .absent
     public var version: InputField<Double> = .absent
     public var source: InputField<String> = .absent
+    /// The UUID and the type, when they arrived as text that was read in
+    /// place and is valid (`take(_:text:)`); `uuid` and `type` are absent
+    /// then. Validation takes these first.
+    public var parsedUUID: UUID?
+    public var parsedType: DrinkType?
 
     public init() {}
 
@@ -109,17 +123,40 @@ public struct DrinkInput: Decodable, JSONObjectInput {
     public mutating func take(_ key: JSONKey, _ value: JSONValue) {
         if key == "uuid" {
             uuid = .init(json: value, expected: "a string")
+            parsedUUID = nil
         } else if key == "mgCaffeine" {
             mgCaffeine = .init(json: value, expected: "a number")
         } else if key == "date" {
             date = .init(json: value)
         } else if key == "type" {
             type = .init(json: value, expected: "a string")
+            parsedType = nil
         } else if key == "version" {
             version = .init(json: value, expected: "an integer")
         } else if key == "source" {
             source = .init(json: value, expected: "a string")
         }
+    }
+
+    /// A bus drink's UUID, date and type, parsed where they lie; text that is not
+    /// a valid UUID or date goes the way of any other value, so that its
+    /// error quotes it.
+    public mutating func take(_ key: JSONKey, text: UnsafeBufferPointer<UInt8>) -> Bool {
+        if key == "uuid", let parsed = UUIDText.parse(bytes: text) {
+            uuid = .absent
+            parsedUUID = parsed
+            return true
+        }
+        if key == "date", let parsed = RFC3339.parse(bytes: text) {
+            date = .value(.rfc3339(parsed))
+            return true
+        }
+        if key == "type", let parsed = DrinkType(name: text) {
+            type = .absent
+            parsedType = parsed
+            return true
+        }
+        return false
     }
 
     static let dateExpected = "an RFC 3339 date string or epoch seconds"

@@ -4,6 +4,18 @@ public enum DrinkType: String, Sendable, Codable, CaseIterable, Hashable {
     case singleEspresso, doubleEspresso, quadEspresso
     case blackTea, greenTea, softDrink, energyDrink, chocolate
 
+    /// The type whose raw value is `name`, compared in place.
+    public init?(name: UnsafeBufferPointer<UInt8>) {
+        for type in Self.allCases {
+            var raw = type.rawValue
+            if raw.withUTF8({ $0.elementsEqual(name) }) {
+                self = type
+                return
+            }
+        }
+        return nil
+    }
+
     /// Caffeine in one serving, in milligrams (PROTOCOL.md §1).
     public var mgCaffeinePerServing: Double {
         switch self {

@@ -40,9 +40,10 @@ public struct DrinkValidator: Sendable {
     ///     the input names no source.
     /// - Throws: `ValidationError` naming the field and the rule.
     public func drink(from input: DrinkInput, now: Date, defaultSource: String) throws(ValidationError) -> Drink {
-        let uuid = try Self.uuid(input.uuid, field: "uuid")
+        let uuid: UUID
+        if let parsed = input.parsedUUID { uuid = parsed } else { uuid = try Self.uuid(input.uuid, field: "uuid") }
 
-        var type: DrinkType?
+        var type = input.parsedType
         switch input.type {
         case .absent: break
         case .wrongType(let expected): throw ValidationError(field: "type", rule: "must be \(expected)")
@@ -158,6 +159,8 @@ public struct DrinkValidator: Sendable {
                 throw ValidationError(field: field, rule: "must be a plausible epoch time in seconds, got \(format(s))")
             }
             return Drink.normalized(Date(timeIntervalSince1970: s))
+        case .rfc3339(let d):
+            return Drink.normalized(d)
         case .text(let t):
             guard let d = RFC3339.parse(t) else {
                 throw ValidationError(

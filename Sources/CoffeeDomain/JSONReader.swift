@@ -198,7 +198,15 @@ public enum JSONReader {
         /// in place (no `String` unless it has escapes or non-ASCII bytes).
         mutating func object<T: JSONObjectInput>(_: T.Type) throws(SyntaxError) -> T {
             var input = T()
-            try members { (key: JSONKey, p: inout Parser) throws(SyntaxError) in input.take(key, try p.value()) }
+            try members { (key: JSONKey, p: inout Parser) throws(SyntaxError) in
+                // A plain string is offered in place first: no `String` unless the input wants one.
+                p.skipWhitespace()
+                if p.peek == UInt8(ascii: "\""), let text = p.plainText() {
+                    if !input.take(key, text: text) { input.take(key, .string(String(decoding: text, as: UTF8.self))) }
+                } else {
+                    input.take(key, try p.value())
+                }
+            }
             return input
         }
 
@@ -211,7 +219,7 @@ public enum JSONReader {
                 p.skipWhitespace()
                 guard p.peek == UInt8(ascii: "\"") else { throw p.fail("expected a member name in quotes") }
                 let start = p.i
-                if let name = p.plainName() {
+                if let name = p.plainText() {
                     try p.colon()
                     if p.refuseDuplicates, !seen.insert(name, text: p.bytes, inText: true) {
                         throw p.duplicate(name, at: start)
@@ -246,9 +254,10 @@ public enum JSONReader {
             i += 1
         }
 
-        /// A member name of printable ASCII without escapes, in place, from
-        /// its opening quote; nil (nothing read) for any other name.
-        mutating func plainName() -> UnsafeBufferPointer<UInt8>? {
+        /// A string of printable ASCII without escapes (a member name, or a
+        /// value read in place), from its opening quote, without its quotes;
+        /// nil (nothing read) for any other string.
+        mutating func plainText() -> UnsafeBufferPointer<UInt8>? {
             var j = i + 1
             while j < bytes.count {
                 let b = bytes[j]
@@ -397,22 +406,43 @@ public enum JSONReader {
             guard digits() > 0 else { throw fail("invalid number", at: start) }
             if bytes[intStart] == UInt8(ascii: "0"), i - intStart > 1 { throw fail("number with a leading zero", at: start) }
             var integral = true
+            var fraction = 0
             if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
                 i += 1
                 integral = false
-                guard digits() > 0 else { throw fail("invalid number: digits must follow '.'", at: start) }
+                fraction = digits()
+                guard fraction > 0 else { throw fail("invalid number: digits must follow '.'", at: start) }
             }
+            var exponent = false
             if i < bytes.count, bytes[i] | 0x20 == UInt8(ascii: "e") {
                 i += 1
                 integral = false
+                exponent = true
                 if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
                 guard digits() > 0 else { throw fail("invalid number: digits must follow the exponent", at: start) }
+            }
+            // Fast path, with no text made: up to 15 digits and no exponent.
+            // Such a significand is exact in a Double, and so is a power of
+            // ten up to 10^22, so one division rounds correctly (Clinger).
+            let count = i - intStart - (fraction > 0 ? 1 : 0)
+            if !exponent, count <= 15 {
+                var significand: Int64 = 0
+                for k in intStart..<i where bytes[k] != UInt8(ascii: ".") {
+                    significand = significand * 10 + Int64(bytes[k] &- UInt8(ascii: "0"))
+                }
+                let negative = bytes[start] == UInt8(ascii: "-")
+                if integral { return .int(negative ? -significand : significand) }
+                let magnitude = Double(significand) / Self.powersOfTen[fraction]
+                return .double(negative ? -magnitude : magnitude)
             }
             let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
             if integral, let n = Int64(text) { return .int(n) }
             guard let d = Double(text), d.isFinite else { throw fail("number out of range", at: start) }
             return .double(d)
         }
+
+        /// 10^0 through 10^15, each exact in a Double.
+        static let powersOfTen: [Double] = (0...15).map { k in (0..<k).reduce(1.0) { x, _ in x * 10 } }
 
         /// Skips digits; returns how many.
         mutating func digits() -> Int {
@@ -428,11 +458,16 @@ public enum JSONReader {
 }
 
 /// The member names of one object read so far, to refuse one given twice:
-/// names in the input are kept as ranges of it (nothing copied for the few
-/// names of a bus object); past 32 names, a set, so a hostile object of many
-/// keys costs no more than reading it.
+/// the first names in the input are kept as ranges of it, inline (nothing
+/// allocated for the few names of a bus object); past those, in an array;
+/// past 32 names, a set, so a hostile object of many keys costs no more
+/// than reading it.
 private struct SeenNames {
-    /// Names that lie in the text, as ranges of it.
+    private static let inlineCount = 8
+    /// The first names that lie in the text, as ranges of it.
+    private var first = InlineArray<8, Range<Int>>(repeating: 0..<0)
+    private var firstCount = 0
+    /// Later names that lie in the text.
     private var ranges: [Range<Int>] = []
     /// Names decoded from escapes.
     private var copies: [[UInt8]] = []
@@ -442,22 +477,32 @@ private struct SeenNames {
     /// in `text` (remembered as a range) rather than in a decoded copy.
     mutating func insert(_ name: UnsafeBufferPointer<UInt8>, text: UnsafeBufferPointer<UInt8>, inText: Bool) -> Bool {
         if large != nil { return large!.insert(Array(name)).inserted }
-        for range in ranges where range.count == name.count {
-            if name.isEmpty || memcmp(text.baseAddress! + range.lowerBound, name.baseAddress!, name.count) == 0 {
-                return false
-            }
-        }
+        for k in 0..<firstCount where Self.equal(first[k], name, text) { return false }
+        for range in ranges where Self.equal(range, name, text) { return false }
         for copy in copies where copy.count == name.count && copy.elementsEqual(name) { return false }
         if inText, let start = name.baseAddress, let base = text.baseAddress {
             let offset = start - base
-            ranges.append(offset..<(offset + name.count))
+            if firstCount < Self.inlineCount {
+                first[firstCount] = offset..<(offset + name.count)
+                firstCount += 1
+            } else {
+                ranges.append(offset..<(offset + name.count))
+            }
         } else {
             copies.append(Array(name))
         }
-        if ranges.count + copies.count > 32 {
-            large = Set(copies + ranges.map { Array(text.extracting($0)) })
+        if firstCount + ranges.count + copies.count > 32 {
+            var all = copies + ranges.map { Array(text.extracting($0)) }
+            for k in 0..<firstCount { all.append(Array(text.extracting(first[k]))) }
+            large = Set(all)
         }
         return true
+    }
+
+    private static func equal(_ range: Range<Int>, _ name: UnsafeBufferPointer<UInt8>, _ text: UnsafeBufferPointer<UInt8>) -> Bool
+    {
+        range.count == name.count
+            && (name.isEmpty || memcmp(text.baseAddress! + range.lowerBound, name.baseAddress!, name.count) == 0)
     }
 }
 

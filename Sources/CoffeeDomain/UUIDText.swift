@@ -47,36 +47,37 @@ public enum UUIDText {
         return text.withUTF8 { parse(bytes: $0) }
     }
 
-    /// `parse(_:)` over UTF-8 bytes, filled into the UUID's own storage (a
-    /// scratch array here was a heap allocation per bus message).
+    /// `parse(_:)` over UTF-8 bytes: the 32 digits are read into two
+    /// integers without a branch per digit, and any byte that is not a hex
+    /// digit (or a dash out of place) makes it nil.
     public static func parse(bytes b: UnsafeBufferPointer<UInt8>) -> UUID? {
         guard b.count == 36, b[8] == 45, b[13] == 45, b[18] == 45, b[23] == 45 else { return nil }
-        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        let valid = withUnsafeMutableBytes(of: &raw) { out -> Bool in
-            var i = 0
-            var n = 0
-            while i < 36 {
-                if i == 8 || i == 13 || i == 18 || i == 23 {
-                    i += 1
-                    continue
-                }
-                guard let hi = nibble(b[i]), let lo = nibble(b[i + 1]) else { return false }
-                out[n] = hi << 4 | lo
-                n += 1
-                i += 2
+        var bad: UInt8 = 0
+        func digits(_ range: Range<Int>, into value: inout UInt64) {
+            for i in range {
+                let c = b[i]
+                let digit = c &- 48  // '0'...'9' → 0...9
+                let letter = (c | 0x20) &- 97  // 'a'...'f' or 'A'...'F' → 0...5
+                let isDigit = digit < 10
+                bad |= isDigit || letter < 6 ? 0 : 1
+                value = value << 4 | UInt64(isDigit ? digit : letter &+ 10)
             }
-            return true
         }
-        return valid ? UUID(uuid: raw) : nil
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 48...57: c - 48
-        case 65...70: c - 55
-        case 97...102: c - 87
-        default: nil
-        }
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        digits(0..<8, into: &high)
+        digits(9..<13, into: &high)
+        digits(14..<18, into: &high)
+        digits(19..<23, into: &low)
+        digits(24..<36, into: &low)
+        guard bad == 0 else { return nil }
+        func byte(_ v: UInt64, _ k: UInt64) -> UInt8 { UInt8(truncatingIfNeeded: v >> (56 - 8 * k)) }
+        return UUID(
+            uuid: (
+                byte(high, 0), byte(high, 1), byte(high, 2), byte(high, 3), byte(high, 4), byte(high, 5), byte(high, 6),
+                byte(high, 7), byte(low, 0), byte(low, 1), byte(low, 2), byte(low, 3), byte(low, 4), byte(low, 5),
+                byte(low, 6), byte(low, 7)
+            ))
     }
 
     /// Byte order, for a stable tie-break when sorting.

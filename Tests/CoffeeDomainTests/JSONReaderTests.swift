@@ -49,6 +49,33 @@ struct JSONReaderTests {
         #expect(foundation?["ascii"] as? String == String(all))
     }
 
+    /// Numbers of up to 15 digits are read without text (one exact
+    /// division); they must be the very Double that parsing the text gives,
+    /// on both sides of that limit, and integers stay integers.
+    @Test func numbersReadExactlyAsTheirText() throws {
+        var rng = SystemRandomNumberGenerator()
+        var texts = [
+            "0.1", "0.3", "95.0", "-0.0", "123456789012345", "1234567890123456", "0.000000000000001", "9.999999999999999",
+        ]
+        for _ in 0..<20_000 {
+            let digits = Int.random(in: 1...17, using: &rng)
+            var text = String((0..<digits).map { _ in Character(String(Int.random(in: 0...9, using: &rng))) })
+            while text.count > 1 && text.hasPrefix("0") { text.removeFirst() }
+            let point = Int.random(in: 0..<text.count, using: &rng)
+            if point > 0 { text.insert(".", at: text.index(text.startIndex, offsetBy: point)) }
+            if text.hasPrefix(".") { text = "0" + text }
+            texts.append(Bool.random(using: &rng) ? "-" + text : text)
+        }
+        for text in texts {
+            let value = try JSONReader.parse(Data(text.utf8))
+            if text.contains(".") {
+                #expect(value == .double(Double(text)!) && (Double(text)!.sign == .minus) == text.hasPrefix("-"), "\(text)")
+            } else {
+                #expect(value == .int(Int64(text)!), "\(text)")
+            }
+        }
+    }
+
     @Test(arguments: invalid) func refusesInvalidText(_ text: String) {
         #expect(throws: JSONReader.SyntaxError.self, "\(text)") { try JSONReader.parse(Data(text.utf8)) }
         // Foundation agrees, but for a number too large (which it reads as
@@ -122,6 +149,12 @@ struct JSONReaderTests {
             #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":true}"#,
             #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"yesterday"}"#,
             #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00Z","type":7}"#,
+            #"{"uuid":"\#(uuid)","date":"2026-11-29T08:00:00Z","type":"doubleEspresso"}"#,
+            #"{"uuid":"\#(uuid)","date":"2026-11-29T08:00:00Z","type":"doubleEspress"}"#,
+            #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00.5+01:00","type":"chocolate"}"#,
+            #"{"uuid":"\#(uuid.lowercased())","mgCaffeine":95,"date":"2026-11-29 08:00:00Z","type":"smallCoffee"}"#,
+            #"{"uuid":"\#(uuid.dropLast())","mgCaffeine":95,"date":"2026-11-29T08:00:00Z"}"#,
+            #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00"}"#,
             #"{"uuid":"\#(uuid)","mgCaffeine":-1,"date":"2026-11-29T08:00:00Z"}"#,
             #"{"uuid":"\#(uuid)","mgCaffeine":95,"date":"2026-11-29T08:00:00Z","extra":{"x":[1,2]}}"#,
             #"{"mgCaffeine":95,"date":"2026-11-29T08:00:00Z"}"#,

@@ -137,6 +137,25 @@ struct ValidationTests {
         ] {
             #expect(UUIDText.parse(junk) == nil, "\(junk)")
         }
+        // Every byte in every place: a hex digit in a digit's place reads as
+        // that digit; anything else there, or anything but a dash in a
+        // dash's place, is refused.
+        let valid = Array("6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C01".utf8)
+        let hex = Array("0123456789ABCDEFabcdef".utf8)
+        for place in valid.indices {
+            for byte in UInt8.min...UInt8.max {
+                var text = valid
+                text[place] = byte
+                let parsed = text.withUnsafeBufferPointer { UUIDText.parse(bytes: $0) }
+                let isDash = [8, 13, 18, 23].contains(place)
+                if isDash ? byte == 45 : hex.contains(byte) {
+                    #expect(parsed == UUID(uuidString: String(decoding: text, as: UTF8.self)), "byte \(byte) at \(place)")
+                    #expect(parsed != nil)
+                } else {
+                    #expect(parsed == nil, "byte \(byte) at \(place)")
+                }
+            }
+        }
         let a = UUID(uuidString: "00000000-0000-0000-0000-000000000001")!
         let b = UUID(uuidString: "00000000-0000-0000-0000-000000000002")!
         #expect(UUIDText.precedes(a, b) && !UUIDText.precedes(b, a) && !UUIDText.precedes(a, a))
