@@ -295,7 +295,21 @@ extension HealthStore {
         var result = WriteResult()
         let now = Int64((configuration.clock.now().timeIntervalSince1970 * 1000).rounded())
         var next = changes.anchor ?? currentAnchor
-        for drink in batch.drinks {
+        var rest = batch.drinks[...]
+        while !rest.isEmpty {
+            // Runs of new drinks in one statement each; a run that finds a
+            // record (or a UUID twice) is written one by one, below.
+            let run = Statements.insertRuns.first { $0 <= rest.count } ?? 1
+            if run > 1, try statements.insertNew(rest.prefix(run), firstAnchor: next + 1, now: now) {
+                for drink in rest.prefix(run) {
+                    next += 1
+                    changes.record(.added(drink), anchor: next, replacing: false)
+                }
+                result.added += run
+                rest = rest.dropFirst(run)
+                continue
+            }
+            let drink = rest.removeFirst()
             // Stored when there is no record or the record's version is lower.
             let upsert = try statements.upsert(drink, anchor: next + 1, now: now)
             if upsert != .unchanged {

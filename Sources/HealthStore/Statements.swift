@@ -5,6 +5,10 @@ import SQLite
 /// The store's prepared statements, and the mapping between rows and drinks.
 final class Statements: @unchecked Sendable {
     private var upsertStatement: Statement?
+    /// `INSERT` of `rows` new records in one statement, by `rows`.
+    private var insertStatements: [Int: Statement] = [:]
+    /// Records stored by `insertNew`, for tests that it is the path taken.
+    private(set) var insertedInRuns = 0
     private var lookupStatement: Statement?
     private var tombstoneStatement: Statement?
     private var metaStatement: Statement?
@@ -24,6 +28,15 @@ final class Statements: @unchecked Sendable {
                 source = excluded.source, changed_ms = excluded.changed_ms
             WHERE excluded.version > records.version
             """)
+        for rows in Self.insertRuns {
+            let values = (0..<rows).map { k in
+                let p = 8 * k
+                return "(?\(p + 1), ?\(p + 2), 0, ?\(p + 3), ?\(p + 4), ?\(p + 5), ?\(p + 6), ?\(p + 7), ?\(p + 8))"
+            }
+            insertStatements[rows] = try db.prepare(
+                "INSERT INTO records(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms) VALUES "
+                    + values.joined(separator: ", "))
+        }
         lookupStatement = try db.prepare("SELECT version, deleted FROM records WHERE uuid = ?1")
         tombstoneStatement = try db.prepare(
             """
@@ -38,6 +51,7 @@ final class Statements: @unchecked Sendable {
 
     func finalize() {
         upsertStatement = nil
+        insertStatements = [:]
         lookupStatement = nil
         tombstoneStatement = nil
         metaStatement = nil
@@ -55,18 +69,50 @@ final class Statements: @unchecked Sendable {
 
     func upsert(_ drink: Drink, anchor: Int64, now: Int64) throws -> Upsert {
         let s = upsertStatement!
-        try bind(drink.uuid, to: s, at: 1)
-        try s.bind(2, drink.version)
-        try s.bind(3, anchor)
-        try s.bind(4, drink.epochMilliseconds)
-        try s.bind(5, drink.mgCaffeine)
-        try s.bind(6, drink.type?.rawValue)
-        try s.bind(7, drink.source)
-        try s.bind(8, now)
+        try bindRecord(drink, anchor: anchor, now: now, to: s, from: 1)
         try s.run()
         guard db.changes > 0 else { return .unchanged }
         // Anchors only grow, so the last rowid inserted is this anchor only if this row is new.
         return db.lastInsertRowID == anchor ? .inserted : .replaced
+    }
+
+    /// How many rows `insertNew` takes at once, largest first. One
+    /// statement of many rows keeps SQLite's cursors open from row to row
+    /// instead of seeking each B-tree from its root for every row: a row
+    /// cost about 40% less in runs of 16 than alone (a C loop over this
+    /// schema, 200k rows).
+    static let insertRuns = [16, 4]
+
+    /// Stores `drinks` (as many as one of `insertRuns`) as new records, at
+    /// consecutive anchors from `firstAnchor`, in one statement; false, with
+    /// nothing written, when a UUID among them has a record already or is
+    /// among them twice (the caller then upserts them one by one).
+    func insertNew(_ drinks: ArraySlice<Drink>, firstAnchor: Int64, now: Int64) throws -> Bool {
+        let s = insertStatements[drinks.count]!
+        for (k, drink) in drinks.enumerated() {
+            try bindRecord(drink, anchor: firstAnchor + Int64(k), now: now, to: s, from: Int32(8 * k + 1))
+        }
+        do {
+            try s.run()
+        } catch {
+            if error.isConstraint { return false }
+            throw error
+        }
+        insertedInRuns += drinks.count
+        return true
+    }
+
+    /// Binds a drink's record to the eight parameters from `first`: uuid,
+    /// version, anchor, date, mg, type, source, and the time of the change.
+    private func bindRecord(_ drink: Drink, anchor: Int64, now: Int64, to s: Statement, from first: Int32) throws {
+        try bind(drink.uuid, to: s, at: first)
+        try s.bind(first + 1, drink.version)
+        try s.bind(first + 2, anchor)
+        try s.bind(first + 3, drink.epochMilliseconds)
+        try s.bind(first + 4, drink.mgCaffeine)
+        try s.bind(first + 5, drink.type?.rawValue)
+        try s.bind(first + 6, drink.source)
+        try s.bind(first + 7, now)
     }
 
     /// The record's version and whether it is a tombstone, if there is one.

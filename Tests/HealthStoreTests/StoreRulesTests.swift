@@ -171,6 +171,72 @@ struct StoreRulesTests {
         await store.close()
     }
 
+    /// Runs of new drinks go in as one statement each (`insertNew`); a run
+    /// that meets a stored UUID, or one UUID twice, is written row by row.
+    /// Either way the records and anchors must be exactly those of writing
+    /// every change alone, in the same order.
+    @Test func batchesStoreWhatWritingEachChangeAloneStores() async throws {
+        var rng = SystemRandomNumberGenerator()
+        let (dirA, dirB) = (TemporaryDirectory(), TemporaryDirectory())
+        defer {
+            dirA.cleanup()
+            dirB.cleanup()
+        }
+        let (batched, alone) = (try openStore(dirA), try openStore(dirB))
+        var known: [Drink] = []
+        var totals = (WriteResult(), WriteResult())
+        for round in 0..<40 {
+            var drinks: [Drink] = []
+            for _ in 0..<Int.random(in: 0...45, using: &rng) {
+                let roll = Int.random(in: 0..<20, using: &rng)
+                if roll == 0, let old = known.randomElement(using: &rng) {
+                    drinks.append(old)  // sent again: a duplicate
+                } else if roll == 1, let old = known.randomElement(using: &rng) {
+                    drinks.append(drink(old.uuid, mg: Double(round + 1), version: old.version + 1))  // a newer version
+                } else if roll == 2, let earlier = drinks.last {
+                    drinks.append(drink(earlier.uuid, mg: 7, version: earlier.version + 1))  // twice in one batch
+                } else {
+                    drinks.append(drink(mg: Double(round + 1), at: Double(round)))
+                }
+            }
+            let deletions = (0..<Int.random(in: 0...2, using: &rng)).compactMap { _ in
+                known.randomElement(using: &rng).map { Deletion(uuid: $0.uuid) }
+            }
+            known += drinks
+            let r = try await batched.apply(WriteBatch(drinks: drinks, deletions: deletions))
+            totals.0.added += r.added
+            totals.0.duplicates += r.duplicates
+            for d in drinks {
+                let r = try await alone.save([d])
+                totals.1.added += r.added
+                totals.1.duplicates += r.duplicates
+            }
+            for d in deletions { _ = try await alone.delete([d]) }
+        }
+        #expect(totals.0.added == totals.1.added && totals.0.duplicates == totals.1.duplicates)
+        // Most went in runs; alone, none could.
+        #expect(await batched.statements.insertedInRuns > 300)
+        #expect(await alone.statements.insertedInRuns == 0)
+        #expect(totals.0.added > 500 && totals.0.duplicates > 10)
+        /// Every change in anchor order, one page of one change at a time.
+        func history(_ store: HealthStore) async throws -> [(Int64, [Drink], [Tombstone])] {
+            var anchor: Int64 = 0
+            var pages: [(Int64, [Drink], [Tombstone])] = []
+            while true {
+                let page = try await store.changes(since: anchor, limit: 1)
+                if page.added.isEmpty && page.deleted.isEmpty { break }
+                pages.append((page.anchor, page.added, page.deleted))
+                anchor = page.anchor
+            }
+            return pages
+        }
+        let (a, b) = (try await history(batched), try await history(alone))
+        #expect(a.count == b.count)
+        #expect(zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 && $0.2 == $1.2 })
+        await batched.close()
+        await alone.close()
+    }
+
     @Test func pagingWithNullAnchorReturnsLiveDrinksOnly() async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
