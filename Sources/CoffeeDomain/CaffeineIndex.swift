@@ -36,7 +36,7 @@ public struct CaffeineIndex: Sendable {
         var mg = 0.0
         /// Every drink put in this minute, in order, with some that have
         /// left since (their serial is no longer their UUID's slot):
-        /// appending costs no hashing, and `compact` drops the leavers
+        /// appending costs no hashing, and `resum` drops the leavers
         /// before the minute is read.
         var entries: [Entry] = []
         /// How many of `entries` are held.

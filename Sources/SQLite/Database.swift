@@ -91,7 +91,10 @@ public final class Database {
     public var changes: Int { Int(sqlite3_changes(handle)) }
 
     /// The rowid of the last row inserted (an UPSERT's update leaves it alone).
-    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    public var lastInsertRowID: Int64 {
+        get { sqlite3_last_insert_rowid(handle) }
+        set { sqlite3_set_last_insert_rowid(handle, newValue) }
+    }
 
     /// The single text result of a PRAGMA or query, such as `PRAGMA journal_mode=WAL`.
     public func text(_ sql: String) throws(SQLiteError) -> String? {

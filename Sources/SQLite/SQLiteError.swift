@@ -19,9 +19,6 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     /// system) or SQLITE_CANTOPEN (a journal or WAL file cannot be made).
     /// A state to wait out, not a property of the data written.
     public var isStorageFault: Bool { [13, 10, 8, 14].contains(code & 0xFF) }
-    /// SQLITE_CONSTRAINT: a row broke a constraint (a UNIQUE key taken, say);
-    /// the statement's own changes are undone and the transaction goes on.
-    public var isConstraint: Bool { code & 0xFF == 19 }
 
     public var description: String { "\(context): \(message) (SQLite code \(code))" }
 }
