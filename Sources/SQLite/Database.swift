@@ -32,6 +32,10 @@ public final class Database {
     }
 
     private var isClosed = false
+    /// `BEGIN IMMEDIATE` and `COMMIT`, compiled once: parsing them for
+    /// every commit showed in profiles of one commit per drink.
+    private var begin: Statement?
+    private var commit: Statement?
 
     deinit {
         close()
@@ -43,6 +47,8 @@ public final class Database {
     public func close() {
         guard !isClosed else { return }
         isClosed = true
+        begin = nil
+        commit = nil
         sqlite3_close_v2(handle)
     }
 
@@ -69,10 +75,14 @@ public final class Database {
 
     /// Runs `body` inside `BEGIN IMMEDIATE … COMMIT`, rolling back if it throws.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN IMMEDIATE")
+        if begin == nil {
+            begin = try prepare("BEGIN IMMEDIATE")
+            commit = try prepare("COMMIT")
+        }
+        try begin!.run()
         do {
             let result = try body()
-            try execute("COMMIT")
+            try commit!.run()
             return result
         } catch {
             try? execute("ROLLBACK")
