@@ -138,9 +138,9 @@ public struct DrinkInput: Decodable, JSONObjectInput {
         }
     }
 
-    /// A bus drink's UUID, date and type, parsed where they lie; text that is not
-    /// a valid UUID or date goes the way of any other value, so that its
-    /// error quotes it.
+    /// A bus drink's UUID, date and type, parsed where they lie; text that
+    /// is not a valid UUID, date or type goes the way of any other value,
+    /// so that its error quotes it.
     public mutating func take(_ key: JSONKey, text: UnsafeBufferPointer<UInt8>) -> Bool {
         if key == "uuid", let parsed = UUIDText.parse(bytes: text) {
             uuid = .absent

@@ -299,28 +299,29 @@ extension HealthStore {
         while !rest.isEmpty {
             // Runs of new drinks in one statement each; a run that finds a
             // record (or a UUID twice) is written one by one, below.
-            let run = Statements.insertRuns.first { $0 <= rest.count } ?? 1
-            if run > 1, try statements.insertNew(rest.prefix(run), firstAnchor: next + 1, now: now) {
-                for drink in rest.prefix(run) {
+            let run = rest.prefix(Statements.insertRuns.first { $0 <= rest.count } ?? 1)
+            rest = rest.dropFirst(run.count)
+            if run.count > 1, try statements.insertNew(run, firstAnchor: next + 1, now: now) {
+                for drink in run {
                     next += 1
                     changes.record(.added(drink), anchor: next, replacing: false)
                 }
-                result.added += run
-                rest = rest.dropFirst(run)
+                result.added += run.count
                 continue
             }
-            let drink = rest.removeFirst()
-            // Stored when there is no record or the record's version is lower.
-            let upsert = try statements.upsert(drink, anchor: next + 1, now: now)
-            if upsert != .unchanged {
-                next += 1
-                result.added += 1
-                changes.record(.added(drink), anchor: next, replacing: upsert == .replaced)
-            } else {
-                result.duplicates += 1
-                // Only for a caller that reports it: was it a deletion that kept it out?
-                if batch.explainDuplicates, case .some((let version, true)) = try statements.lookup(drink.uuid) {
-                    result.deletedDuplicates.append(Tombstone(uuid: drink.uuid, version: version))
+            for drink in run {
+                // Stored when there is no record or the record's version is lower.
+                let upsert = try statements.upsert(drink, anchor: next + 1, now: now)
+                if upsert != .unchanged {
+                    next += 1
+                    result.added += 1
+                    changes.record(.added(drink), anchor: next, replacing: upsert == .replaced)
+                } else {
+                    result.duplicates += 1
+                    // Only for a caller that reports it: was it a deletion that kept it out?
+                    if batch.explainDuplicates, case .some((let version, true)) = try statements.lookup(drink.uuid) {
+                        result.deletedDuplicates.append(Tombstone(uuid: drink.uuid, version: version))
+                    }
                 }
             }
         }

@@ -9,8 +9,10 @@ final class Statements: @unchecked Sendable {
     private var insertStatements: [Int: Statement] = [:]
     /// Takes back what such a statement stored when it skipped a row.
     private var undoRunStatement: Statement?
-    /// Records stored by `insertNew`, for tests that it is the path taken.
+    /// Records stored by `insertNew`, and runs it took back, for tests of
+    /// the path taken.
     private(set) var insertedInRuns = 0
+    private(set) var runsUndone = 0
     private var lookupStatement: Statement?
     private var tombstoneStatement: Statement?
     private var metaStatement: Statement?
@@ -109,6 +111,7 @@ final class Statements: @unchecked Sendable {
             try undo.bind(2, firstAnchor + Int64(drinks.count))
             try undo.run()
             db.lastInsertRowID = 0  // not a row of the undone run's, for `upsert`'s test
+            runsUndone += 1
             return false
         }
         insertedInRuns += drinks.count
