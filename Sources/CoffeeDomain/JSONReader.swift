@@ -463,7 +463,6 @@ public enum JSONReader {
 /// past 32 names, a set, so a hostile object of many keys costs no more
 /// than reading it.
 private struct SeenNames {
-    private static let inlineCount = 8
     /// The first names that lie in the text, as ranges of it.
     private var first = InlineArray<8, Range<Int>>(repeating: 0..<0)
     private var firstCount = 0
@@ -482,7 +481,7 @@ private struct SeenNames {
         for copy in copies where copy.count == name.count && copy.elementsEqual(name) { return false }
         if inText, let start = name.baseAddress, let base = text.baseAddress {
             let offset = start - base
-            if firstCount < Self.inlineCount {
+            if firstCount < first.count {
                 first[firstCount] = offset..<(offset + name.count)
                 firstCount += 1
             } else {
