@@ -64,16 +64,19 @@ soak: release
 	python3 Tests/soak/soak.py --binary .build/release/coffee-tracker --rounds $(ROUNDS)
 
 ## libFuzzer targets for every reader of outside input, SECONDS each (default 60),
-## seeded from Fuzz/corpus; a crash stops the run and leaves its input in .build/fuzz/TARGET.
+## seeded from Fuzz/corpus (nesting-heavy seeds: Fuzz/make_nesting_seeds.py);
+## a crash stops the run and leaves its input in .build/fuzz/TARGET.
 SECONDS ?= 60
-FUZZ_TARGETS := json bus inbox-json jsonl plist config
+FUZZ_TARGETS := json bus inbox-json jsonl plist plist-check config
+## Property-list inputs may reach 256 KiB: nesting past what crashed Foundation takes more than 64 KiB.
 fuzz: deps
 	cd Fuzz && $(SWIFT) build -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p .build/fuzz/$$t; \
-	  echo "fuzz: $$t for $(SECONDS) s"; \
+	  case $$t in plist*) max_len=262144;; *) max_len=65536;; esac; \
+	  echo "fuzz: $$t for $(SECONDS) s (inputs up to $$max_len bytes)"; \
 	  FUZZ_TARGET=$$t Fuzz/.build/debug/coffee-fuzz .build/fuzz/$$t Fuzz/corpus/$$t \
-	    -max_total_time=$(SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+	    -max_total_time=$(SECONDS) -max_len=$$max_len -timeout=10 -rss_limit_mb=2048 \
 	    -artifact_prefix=.build/fuzz/$$t- -print_final_stats=1 > .build/fuzz/$$t.log 2>&1; rc=$$?; \
 	  grep -E "Done|stat::number_of_executed_units|stat::new_units_added|Fatal error|ERROR|crash" .build/fuzz/$$t.log; \
 	  [ $$rc -eq 0 ] || { echo "fuzz: $$t failed: the input is in .build/fuzz/$$t-*, the log in .build/fuzz/$$t.log"; exit 1; }; \

@@ -114,6 +114,7 @@ public actor CoffeeDataStore: Service {
             return nil
         }
         do {
+            try PropertyListCheck.check(data)
             let snapshot = try PropertyListDecoder().decode(Snapshot.self, from: data)
             savedValue = snapshot
             return snapshot

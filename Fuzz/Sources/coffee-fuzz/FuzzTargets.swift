@@ -2,7 +2,7 @@ import CoffeeDomain
 import CoffeeService
 import Foundation
 
-/// One libFuzzer binary, six targets, chosen by `FUZZ_TARGET`: every reader
+/// One libFuzzer binary, seven targets, chosen by `FUZZ_TARGET`: every reader
 /// of input from outside the process. Errors are the expected outcome of
 /// most inputs; what the fuzzer looks for is a crash, a hang, or memory the
 /// sanitizer objects to.
@@ -17,6 +17,9 @@ enum FuzzTarget: String, CaseIterable {
     case jsonLines = "jsonl"
     /// An inbox `.plist` (binary or XML).
     case plist
+    /// `PropertyListCheck` alone, and Foundation's whole property-list
+    /// parser on whatever it lets through: what passes must never crash it.
+    case plistCheck = "plist-check"
     /// The configuration file.
     case config
 }
@@ -64,6 +67,10 @@ public func testOneInput(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
         _ = try? parser.parse(data, format: .jsonLines, now: now)
     case .plist:
         _ = try? parser.parse(data, format: .propertyList, now: now)
+    case .plistCheck:
+        if (try? PropertyListCheck.check(data)) != nil {
+            _ = try? PropertyListSerialization.propertyList(from: data, format: nil)
+        }
     case .config:
         _ = try? ConfigurationLoader.parse(data, file: "fuzz.json", relativeTo: "/nonexistent")
     }

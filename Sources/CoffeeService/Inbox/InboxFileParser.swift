@@ -36,6 +36,13 @@ public struct InboxFileParser: Sendable {
                 Result { () throws(InboxFileError) in try JSONDocumentReader(parser: self, now: now).read(bytes) }
             }.get()
         case .propertyList:
+            // Foundation's parsers recurse: the shape is checked first, so
+            // that no file can run them off the end of the stack.
+            do throws(PropertyListCheck.Refusal) {
+                try PropertyListCheck.check(data)
+            } catch {
+                throw InboxFileError(error.description)
+            }
             return try document(now: now) { try PropertyListDecoder().decode(FileDocument.self, from: data) }
         case .jsonLines:
             // Whole, for callers that want one batch; `JSONLinesReader` streams.
