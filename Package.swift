@@ -19,6 +19,8 @@ let package = Package(
         // C libraries from Debian's packages (libzmq3-dev, libsqlite3-dev).
         .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        // glibc's <malloc.h> (mallopt, malloc_trim): part of libc, nothing to link.
+        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
 
         // Thin Swift wrappers over them.
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ", "Syscall"], swiftSettings: strict),
@@ -49,6 +51,7 @@ let package = Package(
             name: "CoffeeService",
             dependencies: [
                 "CoffeeDomain", "HealthStore", "CoffeeModel", "ZeroMQ", "CoffeeLogging", "CoffeeLifecycle", "Syscall",
+                "CMalloc",
             ],
             swiftSettings: strict),
 

@@ -20,7 +20,9 @@ public enum DurableFile {
     /// - Throws: `SystemCallError`; the temporary file is removed then.
     public static func write(_ data: Data, to url: URL, durable: Bool = true) throws(SystemCallError) {
         let folder = url.deletingLastPathComponent().path
-        let temp = folder + "/." + url.lastPathComponent + ".\(getpid()).tmp"
+        var tempName = "." + url.lastPathComponent + ".\(getpid()).tmp"
+        if tempName.utf8.count > 255 { tempName = ".\(getpid()).durable.tmp" }  // beside a name near NAME_MAX
+        let temp = folder + "/" + tempName
         let fd = try Syscall.call("open", temp) { open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
         do throws(SystemCallError) {
             var failure: SystemCallError?

@@ -118,3 +118,21 @@ def test_sigterm_right_after_a_burst_stores_and_publishes_everything_taken(folde
         assert (len(added), len(deleted), anchor) == (final, 0, final)
     finally:
         s.stop()
+
+
+def test_each_inbox_import_is_recorded_durably_before_it_begins(folder, sync_counter):
+    """The crash-loop breaker's record (data/importing.json) is synced once per file."""
+    from test_inbox import drop, processed, wait_until
+    log = Path(folder) / "syncs.log"
+    s = Service(folder)
+    s.env = {"LD_PRELOAD": str(sync_counter), "SYNC_COUNTER_LOG": str(log)}
+    s.start()
+    try:
+        for i in range(5):
+            drop(s, f"file{i}.json", json.dumps([drink()]))
+            wait_until(lambda: processed(s, f"file{i}.json"))
+        records = [line for line in log.read_text().splitlines()
+                   if line.split(" ", 1)[1].rsplit(" ", 1)[0].endswith("/data/importing.json")]
+        assert len(records) >= 5, f"{len(records)} syncs of the import record for 5 files"
+    finally:
+        s.stop()

@@ -31,6 +31,13 @@ public actor InboxImporter {
         /// scan). A close or rename event says the writer is done, so it
         /// waits for nothing.
         public var settleTime: TimeInterval = 1
+        /// Where the file being imported is recorded before its import
+        /// begins (`<dataDirectory>/importing.json`); nil records nothing.
+        public var attemptRecord: String?
+        /// A test hook: the process kills itself (SIGKILL) once the import
+        /// of a file of this name has begun, as a file that crashes a
+        /// parser would. Nil, always, outside tests.
+        public var dieWhileImporting: String?
 
         public init(inbox: URL) { self.inbox = inbox }
     }
@@ -39,12 +46,14 @@ public actor InboxImporter {
     private let configuration: Configuration
     private let parser: InboxFileParser
     private let store: HealthStore
-    private let counters: ServiceCounters
+    let counters: ServiceCounters
     private let clock: any WallClock
-    private let logger = Logger(label: "inbox")
+    let logger = Logger(label: "inbox")
+    let dieWhileImporting: String?
     private var maxFileBytes: Int { configuration.maxFileBytes }
     private var settleTime: TimeInterval { configuration.settleTime }
     private var rescanScheduled = false
+    let attempts: ImportAttemptRecord?
 
     public init(
         configuration: Configuration, parser: InboxFileParser, store: HealthStore, counters: ServiceCounters,
@@ -56,6 +65,8 @@ public actor InboxImporter {
         self.store = store
         self.counters = counters
         self.clock = clock
+        self.attempts = configuration.attemptRecord.map(ImportAttemptRecord.init(path:))
+        self.dieWhileImporting = configuration.dieWhileImporting
     }
 
     var processed: URL { inbox.appendingPathComponent("processed") }
@@ -97,9 +108,23 @@ public actor InboxImporter {
         }
     }
 
-    /// Imports every candidate file in the inbox, oldest name first.
+    /// Imports every candidate file in the inbox, oldest name first; a
+    /// name that is not UTF-8 is refused (its bytes escaped in `failed/`).
     public func scan() async {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: inbox.path)) ?? []
+        let entries: [InboxNames.Entry]
+        do {
+            entries = try InboxNames.list(inbox.path)
+        } catch {
+            logger.error("cannot list the inbox; the sweep looks again", ["error": "\(error)"])
+            return
+        }
+        var names: [String] = []
+        for entry in entries {
+            switch entry {
+            case .text(let name): names.append(name)
+            case .undecodable(let bytes): refuseUndecodable(bytes)
+            }
+        }
         for name in names.sorted() { await importFile(named: name) }
     }
 
@@ -133,6 +158,8 @@ public actor InboxImporter {
             scheduleRescan()  // may still be written in place; its close event or this rescan picks it up
             return
         }
+        if let refusal = beginAttempt(name, info) { return refuse(name, refusal) }
+        defer { attempts?.end() }
         let started = Date()
         let file: FileHandle
         do {
@@ -208,43 +235,6 @@ public actor InboxImporter {
             rescanScheduled = false
             await scan()
         }
-    }
-
-    /// Moves a refused file to `failed/` beside its `.error.json`.
-    private func refuse(_ name: String, _ error: InboxFileError) {
-        ServiceCounters.bump(counters.filesFailed)
-        do {
-            let moved = try move(name, to: failed)
-            var members: [(String, JSONValue)] = [("file", .string(name)), ("error", .string(error.message))]
-            if let index = error.index { members.append(("index", .int(Int64(index)))) }
-            if let line = error.line { members.append(("line", .int(Int64(line)))) }
-            if let field = error.field { members.append(("field", .string(field))) }
-            members.append(("at", .string(RFC3339.string(Date()))))
-            try DurableFile.write(
-                JSONValue.object(members).data(), to: failed.appendingPathComponent(moved + ".error.json"))
-            logger.warning("refused inbox file", ["file": name, "error": error.message])
-        } catch {
-            logger.error("could not move a refused file to failed/", ["file": name, "error": "\(error)"])
-        }
-    }
-
-    /// Renames `name` into `folder`, with a suffix when the name is taken;
-    /// fsyncs both folders. Returns the name it got.
-    private func move(_ name: String, to folder: URL) throws -> String {
-        var target = name
-        var n = 1
-        while FileManager.default.fileExists(atPath: folder.appendingPathComponent(target).path)
-            || FileManager.default.fileExists(atPath: folder.appendingPathComponent(target + ".error.json").path)
-        {
-            target = "\(name).\(n)"
-            n += 1
-        }
-        let from = inbox.appendingPathComponent(name).path
-        let to = folder.appendingPathComponent(target).path
-        try Syscall.call("rename", "\(from) to \(to)") { rename(from, to) }
-        try DurableFile.syncFolder(folder.path)
-        try DurableFile.syncFolder(inbox.path)
-        return target
     }
 
     /// Opens a regular file (checked with lstat just before) without

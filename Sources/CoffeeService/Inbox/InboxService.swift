@@ -36,6 +36,7 @@ public final class InboxService: Service {
         let directory = importer.inbox.path
         do {
             try await importer.prepare()
+            await importer.recoverAbortedImport()
             let made = try InboxWatcher(directory: directory)
             watcher.withLock { $0 = made }
         } catch {

@@ -118,13 +118,14 @@ public final class InboxWatcher: Sendable {
             let mask = bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self) }
             let length = Int(bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self) })
             let nameBytes = bytes[min(bytes.count, offset + header)..<min(bytes.count, offset + header + length)]
-            let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
+            let rawName = nameBytes.prefix { $0 != 0 }
+            let name = String(validating: rawName, as: UTF8.self)
             offset += header + length
-            if mask & UInt32(IN_Q_OVERFLOW) != 0 {
-                events.append(.rescan)
+            if mask & UInt32(IN_Q_OVERFLOW) != 0 || name == nil {
+                events.append(.rescan)  // lost events, or a name that is not UTF-8: the scan lists raw names
             } else if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED) != 0 {
                 events.append(.folderGone)
-            } else if !name.isEmpty {
+            } else if let name, !name.isEmpty {
                 events.append(mask & UInt32(IN_CREATE) != 0 ? .created(name) : .file(name))
             }
         }

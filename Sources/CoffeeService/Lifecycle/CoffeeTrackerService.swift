@@ -32,7 +32,9 @@ public final class CoffeeTrackerService: Sendable {
         case starting, ready, draining
     }
     /// Test hooks (`COFFEE_TRACKER_TEST_HOOKS=1`): SIGUSR1 stalls the
-    /// store's thread for 5 s, as a wedged fsync would. Off otherwise.
+    /// store's thread for 5 s, as a wedged fsync would, and the process
+    /// kills itself once it begins importing an inbox file named
+    /// `COFFEE_TRACKER_TEST_DIE_IMPORTING`. Off otherwise.
     private let testHooks = ProcessInfo.processInfo.environment["COFFEE_TRACKER_TEST_HOOKS"] == "1"
 
     public init(
@@ -297,6 +299,10 @@ public final class CoffeeTrackerService: Sendable {
 
             var inboxConfiguration = InboxImporter.Configuration(inbox: URL(fileURLWithPath: c.inboxDirectory))
             inboxConfiguration.maxFileBytes = c.maxFileBytes
+            inboxConfiguration.attemptRecord = (c.dataDirectory as NSString).appendingPathComponent("importing.json")
+            if testHooks {
+                inboxConfiguration.dieWhileImporting = ProcessInfo.processInfo.environment["COFFEE_TRACKER_TEST_DIE_IMPORTING"]
+            }
             let importer = InboxImporter(
                 configuration: inboxConfiguration, parser: InboxFileParser(decoder: BatchDecoder(validator: validator)),
                 store: store, counters: counters, clock: clock)
@@ -350,12 +356,15 @@ public final class CoffeeTrackerService: Sendable {
         let operations: OperationsService
         /// The service's public key under CURVE, for `endpoints.json`.
         let serverKey: String?
+        /// Gives memory back after bursts of large input; first, so that
+        /// its allocator settings hold for every part.
+        let memory = MemoryReclaimer()
 
         /// Monitoring starts right after the store, so that `/healthz` and
         /// `/readyz` answer while the rest starts and drains; the watchdog
         /// starts last, once there is everything to watch.
         var services: [any Service] {
-            [store] + (http.map { [$0] } ?? []) + [cache] + (zap.map { [$0] } ?? [])
+            [memory, store] + (http.map { [$0] } ?? []) + [cache] + (zap.map { [$0] } ?? [])
                 + [broadcaster, modelService, query, ingest, inbox, operations]
         }
     }
