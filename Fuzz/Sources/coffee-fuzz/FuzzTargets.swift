@@ -17,8 +17,9 @@ enum FuzzTarget: String, CaseIterable {
     case jsonLines = "jsonl"
     /// An inbox `.plist` (binary or XML).
     case plist
-    /// `PropertyListCheck` alone, and Foundation's whole property-list
-    /// parser on whatever it lets through: what passes must never crash it.
+    /// `PropertyListCheck` alone, and Foundation's decoder (the service's)
+    /// reading every value of whatever it lets through: what passes must
+    /// never crash or hang it.
     case plistCheck = "plist-check"
     /// The configuration file.
     case config
@@ -69,7 +70,7 @@ public func testOneInput(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
         _ = try? parser.parse(data, format: .propertyList, now: now)
     case .plistCheck:
         if (try? PropertyListCheck.check(data)) != nil {
-            _ = try? PropertyListSerialization.propertyList(from: data, format: nil)
+            _ = try? PropertyListDecoder().decode(PlistTree.self, from: data)
         }
     case .config:
         _ = try? ConfigurationLoader.parse(data, file: "fuzz.json", relativeTo: "/nonexistent")
@@ -92,4 +93,31 @@ public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePoi
     var arguments = argv
     _ = initialize(&count, arguments!)
     return runFuzzerDriver(&count, &arguments) { data, size in testOneInput(data, size) }
+}
+
+/// Any property-list value, decoded all the way down, so that the decoder
+/// reads every part of the input (arrays and dictionaries expanded as trees).
+struct PlistTree: Decodable {
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    init(from decoder: any Decoder) throws {
+        if var array = try? decoder.unkeyedContainer() {
+            while !array.isAtEnd { _ = try array.decode(PlistTree.self) }
+        } else if let dictionary = try? decoder.container(keyedBy: Key.self) {
+            for key in dictionary.allKeys { _ = try dictionary.decode(PlistTree.self, forKey: key) }
+        } else {
+            let value = try decoder.singleValueContainer()
+            if (try? value.decode(String.self)) != nil || (try? value.decode(Double.self)) != nil
+                || (try? value.decode(Bool.self)) != nil || (try? value.decode(Date.self)) != nil
+            {
+                return
+            }
+            _ = try value.decode(Data.self)
+        }
+    }
 }
