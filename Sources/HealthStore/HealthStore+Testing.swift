@@ -1,4 +1,5 @@
 @_spi(Testing) import SQLite
+import Synchronization
 
 /// What tests, and only tests, may reach: the store's own connection's
 /// settings, and a hook that holds or fails its commits, so that tests can
@@ -27,5 +28,18 @@
     /// takes effect: blocking holds the commit, false fails it. nil removes it.
     public func setCommitHook(_ hook: (@Sendable () -> Bool)?) {
         db?.setCommitHook(hook)
+    }
+
+    /// Fails the next `count` commits (the fault's probe writes included)
+    /// with SQLITE_FULL, as a disk that filled up at that moment would.
+    public func failNextCommitsAsDiskFull(_ count: Int) {
+        let left = Mutex(count)
+        db?.commitFailure = {
+            left.withLock { n -> SQLiteError? in
+                guard n > 0 else { return nil }
+                n -= 1
+                return SQLiteError(code: 13, message: "database or disk is full", context: "COMMIT (injected)")
+            }
+        }
     }
 }

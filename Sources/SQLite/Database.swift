@@ -82,6 +82,7 @@ public final class Database {
         try begin!.run()
         do {
             let result = try body()
+            if let injected = commitFailure?() { throw injected }  // tests only: a COMMIT that fails
             try commit!.run()
             return result
         } catch {
@@ -121,6 +122,13 @@ public final class Database {
         init(_ body: @escaping () -> Bool) { self.body = body }
     }
     private var commitHook: CommitHook?
+
+    /// Asked before every COMMIT of `transaction`: an error it returns fails
+    /// the transaction as a COMMIT that failed with it would (rolled back,
+    /// thrown), so that tests can fill the disk at the moment they choose
+    /// (the commit hook fails a COMMIT only with SQLITE_CONSTRAINT). nil in
+    /// the service.
+    @_spi(Testing) public var commitFailure: (() -> SQLiteError?)?
 
     /// For tests only: calls `hook` inside every COMMIT on this connection,
     /// before the commit takes effect (and before its fsync). Blocking in it

@@ -17,6 +17,8 @@ final class CommitGate: Sendable {
     private let arrivedContinuation: AsyncStream<Void>.Continuation
     private let arrivals: AsyncStream<Void>
     private let allow: Bool
+    /// The thread the first commit was held on (`pthread_self`), once one is.
+    let heldOn = Atomic<UInt>(0)
 
     /// - Parameter allow: false fails each commit once it is released.
     init(allow: Bool = true) {
@@ -27,6 +29,7 @@ final class CommitGate: Sendable {
     func install(on store: HealthStore) async {
         await store.setCommitHook { [self] in
             if !opened.load(ordering: .sequentiallyConsistent) {
+                heldOn.store(UInt(pthread_self()), ordering: .sequentiallyConsistent)
                 arrivedContinuation.yield()
                 release.wait()  // on the store's thread: the commit is held here
             }
@@ -79,7 +82,7 @@ struct CommitOrderTests {
             store = try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path))
             model = CoffeeData(
                 model: CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!), clock: SystemClock(), cache: nil)
-            let controller = HealthKitController(store: store, model: model, cache: nil, clock: SystemClock())
+            let controller = StoreFollower(store: store, model: model, cache: nil, clock: SystemClock())
             try await controller.load()
             await store.observeCommits { [model] in model.arrive($0) }
             handler = QueryHandler(
@@ -140,6 +143,41 @@ struct CommitOrderTests {
         for await _ in done { break }
         let succeeded = completed.load(ordering: .sequentiallyConsistent)
         #expect(succeeded)
+        await s.cleanup()
+    }
+
+    /// The leader path: a batch the bus stages and commits on its own
+    /// thread while the store is idle is completed (counted stored) and
+    /// announced (`changes`, the model) only after its COMMIT.
+    @Test func aBatchCommittedByItsLeaderIsAnnouncedOnlyAfterItsCommit() async throws {
+        let s = try await Setup()
+        let gate = CommitGate()
+        await gate.install(on: s.store)
+        let completed = Atomic<Bool>(false)
+        let (done, doneContinuation) = AsyncStream.makeStream(of: UInt.self)
+        Thread {
+            Thread.sleep(forTimeInterval: 0.05)  // the store's thread, idle by then: this thread leads
+            s.store.stage(WriteBatch(drinks: [Drink(mgCaffeine: 5, date: Date())])) { result in
+                completed.store((try? result.get()) != nil, ordering: .sequentiallyConsistent)
+            }
+            s.store.commitStaged(here: true)
+            doneContinuation.yield(UInt(pthread_self()))
+        }.start()
+        await gate.held()
+        try await Task.sleep(for: grace)
+        let early = completed.load(ordering: .sequentiallyConsistent)
+        #expect(!early, "completed while the COMMIT was held")
+        #expect(s.announced.count == 0, "announced while the COMMIT was held")
+        gate.open()
+        var leader: UInt = 0
+        for await thread in done {
+            leader = thread
+            break
+        }
+        #expect(gate.heldOn.load(ordering: .sequentiallyConsistent) == leader, "the commit did not run on the leader's thread")
+        let succeeded = completed.load(ordering: .sequentiallyConsistent)
+        #expect(succeeded)
+        #expect(s.announced.count == 1)
         await s.cleanup()
     }
 

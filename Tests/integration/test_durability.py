@@ -107,6 +107,9 @@ def test_sigterm_right_after_a_burst_stores_and_publishes_everything_taken(folde
         elif topic == b"model":
             last_model = message["anchor"]
     sub.close()
+    # What the publisher still holds was never taken: dropped here, or its
+    # linger would deliver it to the restarted service on the same path.
+    pub.setsockopt(zmq.LINGER, 0)
     pub.close()
     assert last_changes == final, f"changes ended at {last_changes}, the store at {final}"
     assert last_model == final, f"the last model carried {last_model}, the store {final}"
@@ -134,5 +137,67 @@ def test_each_inbox_import_is_recorded_durably_before_it_begins(folder, sync_cou
         records = [line for line in log.read_text().splitlines()
                    if line.split(" ", 1)[1].rsplit(" ", 1)[0].endswith("/data/importing.json")]
         assert len(records) >= 5, f"{len(records)} syncs of the import record for 5 files"
+    finally:
+        s.stop()
+
+
+def synced(log, suffix):
+    """Successful fsync/fdatasync calls on files whose path ends in `suffix`."""
+    if not log.exists():
+        return 0
+    count = 0
+    for line in log.read_text().splitlines():
+        _call, rest = line.split(" ", 1)
+        path, result = rest.rsplit(" ", 1)
+        if path.endswith(suffix) and result == "0":
+            count += 1
+    return count
+
+
+def test_each_bus_event_at_a_low_rate_is_synced_before_its_changes_message(folder, sync_counter):
+    """The leader path (a bus event committed on the ingest thread while the
+    store is idle) syncs the WAL before `changes` announces it."""
+    log = Path(folder) / "syncs.log"
+    s = Service(folder)
+    s.env = {"LD_PRELOAD": str(sync_counter), "SYNC_COUNTER_LOG": str(log)}
+    s.start()
+    try:
+        sub = subscriber(s, topics=(b"changes",))
+        pub, _ = publisher(s)
+        before = wal_syncs(log)
+        for i in range(1, 21):
+            d = drink()
+            pub.send_multipart([b"drink.add", json.dumps(d).encode()])
+            deadline = time.time() + 10
+            while True:
+                assert time.time() < deadline, f"no changes message for bus event {i}"
+                _topic, body = sub.recv_multipart()
+                if any(a["uuid"] == d["uuid"] for a in json.loads(body)["added"]):
+                    break
+            count = wal_syncs(log) - before
+            assert count >= i, f"bus event {i} was announced after only {count} syncs of the WAL"
+            time.sleep(0.02)  # a low rate: the store is idle when the next one comes
+        sub.close()
+        pub.close()
+    finally:
+        s.stop()
+
+
+def test_each_dead_letter_is_synced_before_it_counts_as_rejected(folder, sync_counter):
+    log = Path(folder) / "syncs.log"
+    s = Service(folder)
+    s.env = {"LD_PRELOAD": str(sync_counter), "SYNC_COUNTER_LOG": str(log)}
+    s.start()
+    try:
+        pub, _ = publisher(s)
+        for i in range(1, 11):
+            pub.send_multipart([b"drink.add", b'{"uuid": "not a uuid"}'])
+            deadline = time.time() + 10
+            while s.request({"op": "stats"})["rejected"] < i:
+                assert time.time() < deadline, f"bad message {i} was never rejected"
+                time.sleep(0.01)
+            count = synced(log, "/data/rejected.jsonl")
+            assert count >= i, f"{i} messages rejected after {count} syncs of the dead-letter file"
+        pub.close()
     finally:
         s.stop()

@@ -220,8 +220,10 @@ def test_sighup_changes_the_log_level_and_names_keys_that_need_a_restart(folder)
         s.config_path.write_text(json.dumps(config))
         s.process.send_signal(signal.SIGHUP)
         wait_until(lambda: "log level changed" in s.log_path.read_text(), what="the reload")
-        log = s.log_path.read_text()
-        assert re.search(r"restart keys=publish\.heartbeatIntervalS", log), log[-800:]
+        # The reload logs its lines one after another: wait for this one too,
+        # rather than read the log the moment the line before it appears.
+        wait_until(lambda: re.search(r"restart keys=publish\.heartbeatIntervalS", s.log_path.read_text()),
+                   timeout=10, what="the restart keys line: " + s.log_path.read_text()[-800:])
         drop(s, "after.json", json.dumps([drink()]))
         wait_until(lambda: "imported" in s.log_path.read_text(), what="an info line")
         assert s.request({"op": "ping"})["ok"]  # the same process throughout

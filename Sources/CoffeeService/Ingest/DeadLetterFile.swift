@@ -1,6 +1,5 @@
 import CoffeeDomain
 import CoffeeLogging
-import CoffeeModel
 import Foundation
 import Synchronization
 import Syscall

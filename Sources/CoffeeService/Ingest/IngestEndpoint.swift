@@ -160,11 +160,11 @@ public final class IngestEndpoint: Service {
         }
     }
 
-    /// Runs until shutdown; then stops reading and commits every batch it
-    /// handed to the store, so nothing counted as received is left behind.
     /// Whether the socket loop's thread goes round within `timeout` (health, watchdog).
     public func answers(within timeout: Duration) async -> Bool { await loop.answers(within: timeout) }
 
+    /// Runs until shutdown; then stops reading and commits every batch it
+    /// handed to the store, so nothing counted as received is left behind.
     public func run() async throws {
         await gracefulShutdown()
         await loop.stop()
@@ -294,7 +294,8 @@ public final class IngestEndpoint: Service {
     }
 
     private func reject(_ entries: [DeadLetterFile.Entry]) {
-        ServiceCounters.bump(counters.rejected, by: entries.count)
+        // Counted once written and synced (or held to be written), never before.
+        defer { ServiceCounters.bump(counters.rejected, by: entries.count) }
         do {
             try deadLetters.append(entries)
         } catch {

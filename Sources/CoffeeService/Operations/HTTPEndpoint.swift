@@ -57,6 +57,7 @@ public final class HTTPEndpoint: Service {
     /// - Throws: `SystemCallError` naming `bind` and the address when it is taken or invalid.
     public func start() async throws {
         let listener = try Self.listen(on: configuration.bind)
+        recordBoundAddress(listener)  // before start returns: endpoints.json and the log read it
         let thread = Thread { [self] in
             Thread.current.name = "http"
             serve(listener)
@@ -119,7 +120,6 @@ public final class HTTPEndpoint: Service {
 
     /// The thread's loop: poll the listener, the mailbox and the clients.
     private func serve(_ listener: Int32) {
-        recordBoundAddress(listener)
         var clients: [Int32: Client] = [:]
         while !stopping.load(ordering: .sequentiallyConsistent) {
             var fds = [

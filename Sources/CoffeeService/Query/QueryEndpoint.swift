@@ -102,11 +102,11 @@ public final class QueryEndpoint: Service {
         }
     }
 
-    /// Runs until shutdown; then answers `unavailable`, lets requests in
-    /// flight finish (bounded by `grace`), and closes.
     /// Whether the socket loop's thread goes round within `timeout` (health, watchdog).
     public func answers(within timeout: Duration) async -> Bool { await loop.answers(within: timeout) }
 
+    /// Runs until shutdown; then answers `unavailable`, lets requests in
+    /// flight finish (bounded by `grace`), and closes.
     public func run() async throws {
         await gracefulShutdown()
         draining.store(true, ordering: .relaxed)

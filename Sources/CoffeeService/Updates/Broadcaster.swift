@@ -144,11 +144,11 @@ public final class Broadcaster: Service {
         await store.observeCommits { [self] batch in self.announce(batch) }
     }
 
-    /// Runs until shutdown, then sends what is queued (large commits paged
-    /// out from the store, which closes after this) and closes the socket.
     /// Whether the socket loop's thread goes round within `timeout` (health, watchdog).
     public func answers(within timeout: Duration) async -> Bool { await loop.answers(within: timeout) }
 
+    /// Runs until shutdown, then sends what is queued (large commits paged
+    /// out from the store, which closes after this) and closes the socket.
     public func run() async throws {
         await gracefulShutdown()
         await sent(timeout: configuration.drainTimeout)
