@@ -26,12 +26,13 @@ let package = Package(
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ", "Syscall"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
 
-        // One helper for raw system calls (EINTR retried, errno captured at once).
+        // One helper for raw system calls (EINTR retried, errno captured at once), and durable whole-file writes.
         .target(name: "Syscall", swiftSettings: strict),
         // A swift-log–shaped logger (named so that it can never clash with swift-log's `Logging`).
         .target(name: "CoffeeLogging", dependencies: ["Syscall"], swiftSettings: strict),
-        // Long-running parts as services in one ordered group (swift-service-lifecycle's semantics).
-        .target(name: "CoffeeLifecycle", dependencies: ["CoffeeLogging"], swiftSettings: strict),
+        // Long-running parts as services in one ordered group (swift-service-lifecycle's semantics),
+        // and the executor that gives an actor a thread of its own.
+        .target(name: "CoffeeLifecycle", dependencies: ["CoffeeLogging", "Syscall"], swiftSettings: strict),
 
         // Pure domain: drinks, validation, dates, the caffeine model.
         .target(name: "CoffeeDomain", swiftSettings: strict),
@@ -41,7 +42,7 @@ let package = Package(
             name: "HealthStore", dependencies: ["CoffeeDomain", "SQLite", "CoffeeLogging", "CoffeeLifecycle", "Syscall"],
             swiftSettings: strict),
 
-        // The seed's CoffeeData, HealthKitController and CoffeeDataStore.
+        // The model (the seed's CoffeeData), its follower of the store and its cache (see the README's table).
         .target(
             name: "CoffeeModel", dependencies: ["CoffeeDomain", "HealthStore", "CoffeeLogging", "CoffeeLifecycle", "Syscall"],
             swiftSettings: strict),

@@ -13,7 +13,7 @@ import Synchronization
 public actor CoffeeData {
     public nonisolated let model: CaffeineModel
     private let clock: any WallClock
-    private let cache: CoffeeDataStore?
+    private let cache: ModelCache?
     private let logger = Logger(label: "model")
 
     /// The current drinks: the last `CaffeineModel.retention` and any
@@ -33,7 +33,7 @@ public actor CoffeeData {
     /// refresh is due; what `ModelService` waits on between rounds.
     public nonisolated let arrivals: AsyncStream<Void>
 
-    public init(model: CaffeineModel, clock: any WallClock, cache: CoffeeDataStore?) {
+    public init(model: CaffeineModel, clock: any WallClock, cache: ModelCache?) {
         self.model = model
         self.clock = clock
         self.cache = cache

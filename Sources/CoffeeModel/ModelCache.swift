@@ -4,11 +4,12 @@ import CoffeeLogging
 import Foundation
 import HealthStore
 import Synchronization
+import Syscall
 
 /// Persists the model's drinks and the anchor they reflect, as one binary
 /// property list.
 ///
-/// In the seed, `CoffeeDataStore` was the private actor that saved the
+/// In the seed, `ModelCache` was the private actor that saved the
 /// watch app's drink list to `CoffeeTracker.plist` and loaded it at launch.
 /// Here it is the model's cache: drinks and anchor are written together,
 /// atomically, so the file can never hold an anchor that claims changes its
@@ -16,7 +17,7 @@ import Synchronization
 /// store is the truth, and a stale, torn or missing cache is rebuilt from
 /// it at start-up. Unchanged values are not written again. As a service it
 /// writes what is scheduled when the group shuts it down (after the model).
-public actor CoffeeDataStore: Service {
+public actor ModelCache: Service {
     /// What the file holds.
     public struct Snapshot: Codable, Equatable, Sendable {
         public var anchor: Int64

@@ -7,7 +7,7 @@ import HealthStore
 /// The model as one service: it follows the store's commits, publishes the
 /// model after them, and publishes it again as caffeine decays. One owner
 /// and one throttle: at most one round per `roundInterval`, each round
-/// applying every commit that arrived (`HealthKitController.catchUp`) and
+/// applying every commit that arrived (`StoreFollower.catchUp`) and
 /// publishing once.
 ///
 /// Commits reach it from the store's thread (`CoffeeData.arrive`, which only
@@ -39,14 +39,14 @@ public final class ModelService: Service {
     public let name = "model"
     private let store: HealthStore
     private let model: CoffeeData
-    private let controller: HealthKitController
+    private let controller: StoreFollower
     private let configuration: Configuration
     private let publish: @Sendable (ModelSnapshot) -> Void
 
     /// - Parameter publish: called with the model after each round; it must
     ///   only queue (the broadcaster's `publish`).
     public init(
-        store: HealthStore, model: CoffeeData, controller: HealthKitController, configuration: Configuration = .init(),
+        store: HealthStore, model: CoffeeData, controller: StoreFollower, configuration: Configuration = .init(),
         publish: @escaping @Sendable (ModelSnapshot) -> Void
     ) {
         self.store = store

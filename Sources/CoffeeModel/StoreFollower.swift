@@ -5,23 +5,22 @@ import HealthStore
 
 /// The adapter between the model and the store.
 ///
-/// In the seed, `HealthKitController` was the actor that saved caffeine
+/// In the seed, `StoreFollower` was the actor that saved caffeine
 /// samples to HealthKit and ran the anchored object query, keeping its
 /// anchor. Here it does the same against `HealthStore`: it saves drinks,
 /// loads what changed since the model's anchor (moving the anchor only with
 /// the drinks it covers), and applies the commits that arrive at the model,
 /// catching up or rebuilding when they do not follow on.
-public actor HealthKitController {
+public actor StoreFollower {
     private let store: HealthStore
     private let model: CoffeeData
-    private let cache: CoffeeDataStore?
+    private let cache: ModelCache?
     private let clock: any WallClock
-    private let logger = Logger(label: "controller")
+    private let logger = Logger(label: "follower")
     /// Beyond this many changes behind, rebuilding the window is cheaper than replaying.
     private let replayLimit: Int64
 
-    public init(store: HealthStore, model: CoffeeData, cache: CoffeeDataStore?, clock: any WallClock, replayLimit: Int64 = 50_000)
-    {
+    public init(store: HealthStore, model: CoffeeData, cache: ModelCache?, clock: any WallClock, replayLimit: Int64 = 50_000) {
         self.store = store
         self.model = model
         self.cache = cache

@@ -1,4 +1,5 @@
 import CoffeeDomain
+import CoffeeLifecycle
 import CoffeeLogging
 import Foundation
 import SQLite

@@ -1,5 +1,4 @@
 import Foundation
-import Syscall
 
 #if canImport(Glibc)
     import Glibc

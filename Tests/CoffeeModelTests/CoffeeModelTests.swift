@@ -20,7 +20,7 @@ struct Fixture {
     func store() throws -> HealthStore {
         try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path, clock: clock))
     }
-    func model(cache: CoffeeDataStore? = nil) -> CoffeeData {
+    func model(cache: ModelCache? = nil) -> CoffeeData {
         CoffeeData(model: CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!), clock: clock, cache: cache)
     }
     func drink(_ offset: TimeInterval, mg: Double = 100) -> Drink {
@@ -32,11 +32,11 @@ struct Fixture {
     /// following the store's commits in rounds of `interval`; the anchors of
     /// the models it publishes, to wait on; the running service.
     func following(every interval: Duration = .milliseconds(1), clock: any Clock<Duration> = ContinuousClock())
-        async throws -> (HealthStore, CoffeeData, HealthKitController, AsyncStream<Int64>, Following)
+        async throws -> (HealthStore, CoffeeData, StoreFollower, AsyncStream<Int64>, Following)
     {
         let store = try store()
         let m = model()
-        let controller = HealthKitController(store: store, model: m, cache: nil, clock: self.clock)
+        let controller = StoreFollower(store: store, model: m, cache: nil, clock: self.clock)
         let (published, continuation) = AsyncStream.makeStream(of: Int64.self)
         let service = ModelService(
             store: store, model: m, controller: controller,
@@ -127,19 +127,19 @@ struct CoffeeDataTests {
     @Test func cacheHoldsDrinksAndTheirAnchorTogether() async throws {
         let f = Fixture()
         defer { f.cleanup() }
-        let cache = CoffeeDataStore(url: f.cacheURL)
+        let cache = ModelCache(url: f.cacheURL)
         let m = f.model(cache: cache)
         let a = f.drink(-60)
         await m.updateModel(newDrinks: [a], deletedDrinks: [], anchor: 5)
         await cache.flush()
-        let saved = try PropertyListDecoder().decode(CoffeeDataStore.Snapshot.self, from: Data(contentsOf: f.cacheURL))
-        #expect(saved == CoffeeDataStore.Snapshot(anchor: 5, drinks: [a]))
+        let saved = try PropertyListDecoder().decode(ModelCache.Snapshot.self, from: Data(contentsOf: f.cacheURL))
+        #expect(saved == ModelCache.Snapshot(anchor: 5, drinks: [a]))
     }
 
     @Test func cacheWritesCoalesceToTheNewest() async throws {
         let f = Fixture()
         defer { f.cleanup() }
-        let cache = CoffeeDataStore(url: f.cacheURL, interval: .seconds(3600))
+        let cache = ModelCache(url: f.cacheURL, interval: .seconds(3600))
         let m = f.model(cache: cache)
         var last: Drink?
         for i in 1...100 {
@@ -150,7 +150,7 @@ struct CoffeeDataTests {
         #expect(await cache.writes == 0)
         await cache.close()
         #expect(await cache.writes == 1)
-        let saved = try PropertyListDecoder().decode(CoffeeDataStore.Snapshot.self, from: Data(contentsOf: f.cacheURL))
+        let saved = try PropertyListDecoder().decode(ModelCache.Snapshot.self, from: Data(contentsOf: f.cacheURL))
         #expect(saved.anchor == 100 && saved.drinks.count == 100)
         #expect(saved.drinks.first == last)  // oldest first
     }
@@ -160,7 +160,7 @@ struct CoffeeDataTests {
     @Test func costlyWritesWaitLonger() async throws {
         let f = Fixture()
         defer { f.cleanup() }
-        let cache = CoffeeDataStore(url: f.cacheURL, interval: .milliseconds(10), costFactor: 1_000_000)
+        let cache = ModelCache(url: f.cacheURL, interval: .milliseconds(10), costFactor: 1_000_000)
         let m = f.model(cache: cache)
         await m.updateModel(newDrinks: [f.drink(-60)], deletedDrinks: [], anchor: 1)
         let deadline = ContinuousClock.now + .seconds(10)
@@ -172,17 +172,17 @@ struct CoffeeDataTests {
         #expect(await cache.writes == 1)
         await cache.close()  // what is scheduled is still written
         #expect(await cache.writes == 2)
-        let saved = try PropertyListDecoder().decode(CoffeeDataStore.Snapshot.self, from: Data(contentsOf: f.cacheURL))
+        let saved = try PropertyListDecoder().decode(ModelCache.Snapshot.self, from: Data(contentsOf: f.cacheURL))
         #expect(saved.anchor == 2 && saved.drinks.count == 2)
     }
     @Test func cacheRoundTripsAndSkipsUnchangedWrites() async throws {
         let f = Fixture()
         defer { f.cleanup() }
-        let cache = CoffeeDataStore(url: f.cacheURL)
-        let snapshot = CoffeeDataStore.Snapshot(anchor: 9, drinks: [f.drink(-60), f.drink(-7200, mg: 47)])
+        let cache = ModelCache(url: f.cacheURL)
+        let snapshot = ModelCache.Snapshot(anchor: 9, drinks: [f.drink(-60), f.drink(-7200, mg: 47)])
         #expect(await cache.save(snapshot))
         #expect(await cache.save(snapshot) == false)
-        let fresh = CoffeeDataStore(url: f.cacheURL)
+        let fresh = ModelCache(url: f.cacheURL)
         #expect(await fresh.load() == snapshot)
         // The file is a binary property list.
         #expect(try Data(contentsOf: f.cacheURL).prefix(8) == Data("bplist00".utf8))
@@ -197,9 +197,9 @@ struct CoffeeDataTests {
         let old = f.drink(-40 * 3600)
         _ = try await store.save([a, old])
         try Data("not a plist".utf8).write(to: f.cacheURL)
-        let cache = CoffeeDataStore(url: f.cacheURL)
+        let cache = ModelCache(url: f.cacheURL)
         let m = f.model(cache: cache)
-        let controller = HealthKitController(store: store, model: m, cache: cache, clock: f.clock)
+        let controller = StoreFollower(store: store, model: m, cache: cache, clock: f.clock)
         try await controller.load()
         #expect(await m.drinks == [a])
         #expect(await m.anchor == 2)
@@ -214,13 +214,13 @@ struct CoffeeDataTests {
         let store = try f.store()
         let a = f.drink(-60)
         _ = try await store.save([a])
-        let cache = CoffeeDataStore(url: f.cacheURL)
+        let cache = ModelCache(url: f.cacheURL)
         await cache.save(.init(anchor: 1, drinks: [a]))
         let b = f.drink(-30)
         _ = try await store.save([b])
         _ = try await store.delete([Deletion(uuid: a.uuid)])
         let m = f.model(cache: cache)
-        try await HealthKitController(store: store, model: m, cache: cache, clock: f.clock).load()
+        try await StoreFollower(store: store, model: m, cache: cache, clock: f.clock).load()
         #expect(await m.drinks == [b])
         #expect(await m.anchor == 3)
         await store.close()

@@ -1,5 +1,4 @@
 import CoffeeDomain
-import CoffeeModel
 import Foundation
 import Syscall
 

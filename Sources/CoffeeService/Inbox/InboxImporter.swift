@@ -1,6 +1,6 @@
 import CoffeeDomain
+import CoffeeLifecycle
 import CoffeeLogging
-import CoffeeModel
 import Foundation
 import HealthStore
 import Syscall

@@ -5,6 +5,7 @@ import CoffeeModel
 import Foundation
 @_spi(Testing) import HealthStore  // the test hook stalls the store's thread
 import Synchronization
+import Syscall
 import ZeroMQ
 
 #if canImport(Glibc)
@@ -27,10 +28,7 @@ public final class CoffeeTrackerService: Sendable {
     private let notifier: SystemdNotifier
     private let logger = Logger(label: "service")
     /// Starting, ready, draining: what `/readyz` and systemd are told.
-    private let phase = Atomic<Int>(Phase.starting.rawValue)
-    private enum Phase: Int {
-        case starting, ready, draining
-    }
+    private let phase = ServicePhase()
     /// Test hooks (`COFFEE_TRACKER_TEST_HOOKS=1`): SIGUSR1 stalls the
     /// store's thread for 5 s, as a wedged fsync would, and the process
     /// kills itself once it begins importing an inbox file named
@@ -79,7 +77,9 @@ public final class CoffeeTrackerService: Sendable {
             for await signal in stop {
                 if Task.isCancelled { return }
                 if signal == SIGHUP {
-                    reload(security)
+                    ConfigurationReload(
+                        running: configuration, path: configurationPath, registry: security.registry, notifier: notifier
+                    ).reload()
                     continue
                 }
                 if signal == SIGUSR1 {
@@ -90,7 +90,7 @@ public final class CoffeeTrackerService: Sendable {
                 break
             }
             if Task.isCancelled { return }
-            phase.store(Phase.draining.rawValue, ordering: .sequentiallyConsistent)
+            phase.enterDraining()
             notifier.notify("STOPPING=1", "STATUS=draining")
             logger.notice("draining", ["signal": last.map(SignalStream.name) ?? "end of input"])
             group.triggerGracefulShutdown()
@@ -100,8 +100,7 @@ public final class CoffeeTrackerService: Sendable {
             try await group.run {
                 self.writeEndpoints(parts)
                 let anchor = await parts.store.anchor
-                _ = self.phase.compareExchange(
-                    expected: Phase.starting.rawValue, desired: Phase.ready.rawValue, ordering: .sequentiallyConsistent)
+                self.phase.enterReady()
                 self.notifier.notify("READY=1", "STATUS=" + (await self.status(parts)))
                 self.logger.notice(
                     "ready", ["anchor": "\(anchor)", "store": c.storePath, "pid": "\(ProcessInfo.processInfo.processIdentifier)"])
@@ -126,39 +125,6 @@ public final class CoffeeTrackerService: Sendable {
             ])
     }
 
-    /// SIGHUP: `log.level` and the clients directory are read again; other
-    /// keys that changed are named in the log (they need a restart). A file
-    /// or a certificate that cannot be read keeps what was there and says why.
-    private func reload(_ security: SecuritySetup) {
-        notifier.notify("RELOADING=1", SystemdNotifier.monotonicMicroseconds)
-        defer { notifier.notify("READY=1") }
-        do {
-            let fresh =
-                try configurationPath.map(ConfigurationLoader.load(path:))
-                ?? ConfigurationLoader.defaults(relativeTo: FileManager.default.currentDirectoryPath)
-            if fresh.logLevel != LoggingSystem.shared.level {
-                LoggingSystem.shared.setLevel(fresh.logLevel)
-                logger.notice("log level changed", ["level": fresh.logLevel.rawValue])
-            }
-            var stale = configuration
-            stale.logLevel = fresh.logLevel
-            let changed = fresh.changedKeys(comparedTo: stale)
-            if !changed.isEmpty {
-                logger.warning(
-                    "configuration keys changed that take effect only after a restart", ["keys": changed.joined(separator: ",")])
-            }
-        } catch {
-            logger.error("could not read the configuration again; nothing changed", ["error": "\(error)"])
-        }
-        guard let registry = security.registry else { return }
-        do {
-            let count = try registry.reload()
-            logger.notice("reloaded the clients directory", ["clients": "\(count)", "directory": registry.directory])
-        } catch {
-            logger.error("could not reload the clients directory; keeping the old list", ["error": "\(error)"])
-        }
-    }
-
     /// The one-line summary systemd shows (`STATUS=`).
     private func status(_ parts: Parts) async -> String {
         let anchor = await parts.store.anchor
@@ -168,99 +134,19 @@ public final class CoffeeTrackerService: Sendable {
             + "\(counters.subscribers.value) subscriptions\(fault)"
     }
 
-    /// `/healthz`, `/readyz`, `/metrics`; 404 for anything else.
-    private func route(_ parts: Parts, _ method: String, _ path: String) async -> HTTPResponse {
-        switch path {
-        case "/healthz":
-            return await parts.store.answers(within: .seconds(1))
-                ? HTTPResponse(status: 200, body: "ok\n")
-                : HTTPResponse(status: 503, body: "the store's thread does not answer\n")
-        case "/readyz":
-            switch Phase(rawValue: phase.load(ordering: .sequentiallyConsistent)) {
-            case .ready?:
-                if parts.store.isFaulted {
-                    return HTTPResponse(
-                        status: 503, body: "the store cannot write: \((await parts.store.faultDescription) ?? "")\n")
-                }
-                return HTTPResponse(status: 200, body: "ready\n")
-            case .draining?: return HTTPResponse(status: 503, body: "draining\n")
-            default: return HTTPResponse(status: 503, body: "starting\n")
-            }
-        case "/metrics":
-            return HTTPResponse(status: 200, contentType: MetricsExposition.contentType, body: await metrics(parts))
-        default:
-            return HTTPResponse(status: 404, body: "not found; try /metrics, /healthz or /readyz\n")
-        }
-    }
-
-    /// The metrics of PROTOCOL.md §9.
-    private func metrics(_ parts: Parts) async -> String {
-        let c = counters
-        let store = await parts.store.statistics()
-        var m = MetricsExposition()
-        m.gauge("coffee_tracker_anchor", "The store's anchor: that of its last change.", Double(store.anchor))
-        m.counter(
-            "coffee_tracker_events_received_total", "Drinks and deletions received, by channel.",
-            [
-                ([("channel", "bus")], Double(c.receivedBus.value)), ([("channel", "query")], Double(c.receivedQuery.value)),
-                ([("channel", "inbox")], Double(c.receivedInbox.value)),
-            ])
-        m.counter(
-            "coffee_tracker_drinks_stored_total", "Changes that took effect (each took an anchor).",
-            [([], Double(c.stored.value))])
-        m.counter("coffee_tracker_duplicates_total", "Saves ignored as duplicates.", [([], Double(c.duplicates.value))])
-        m.counter(
-            "coffee_tracker_rejected_total",
-            "Input refused: bus messages dead-lettered, query requests in error, inbox files failed.",
-            [
-                ([("channel", "bus")], Double(c.rejected.value)), ([("channel", "query")], Double(c.queryRejected.value)),
-                ([("channel", "inbox")], Double(c.filesFailed.value)),
-            ])
-        m.counter(
-            "coffee_tracker_files_total", "Inbox files, by result.",
-            [([("result", "processed")], Double(c.filesProcessed.value)), ([("result", "failed")], Double(c.filesFailed.value))])
-        m.counter("coffee_tracker_commits_total", "Store commits.", [([], Double(store.commits))])
-        m.histogram(
-            "coffee_tracker_commit_duration_seconds", "From taking a commit's batches to its fsync returning.",
-            parts.store.commitDuration)
-        m.histogram(
-            "coffee_tracker_publish_delay_seconds", "From an event's arrival at the store to its changes message being sent.",
-            parts.broadcaster.publishDelay)
-        m.gauge("coffee_tracker_subscribers", "Subscriptions on the update endpoint.", Double(c.subscribers.value))
-        m.counter(
-            "coffee_tracker_updates_dropped_total", "Update messages dropped by the publisher's queue.",
-            [([], Double(c.updatesDropped.value))])
-        m.counter(
-            "coffee_tracker_auth_denied_total", "Connections the ZAP handler refused, by endpoint.",
-            [
-                ([("endpoint", "ingest")], Double(c.authDeniedIngest.value)),
-                ([("endpoint", "updates")], Double(c.authDeniedUpdates.value)),
-                ([("endpoint", "query")], Double(c.authDeniedQuery.value)),
-            ])
-        m.gauge("coffee_tracker_store_bytes", "The store's database and WAL files.", Double(store.fileBytes))
-        m.gauge(
-            "coffee_tracker_store_fault", "1 while the store cannot write (disk full, I/O error), else 0.",
-            parts.store.isFaulted ? 1 : 0)
-        let caffeine = await parts.model.snapshot()?.mgCaffeine ?? 0
-        m.gauge("coffee_tracker_caffeine_mg", "Caffeine in the body now, by the model.", caffeine)
-        m.counter("process_cpu_seconds_total", "User and system CPU time.", [([], ProcessMetrics.cpuSeconds())])
-        m.gauge("process_resident_memory_bytes", "Resident memory.", ProcessMetrics.residentBytes())
-        m.gauge("process_open_fds", "Open file descriptors.", ProcessMetrics.openDescriptors())
-        m.gauge("process_start_time_seconds", "When the process started, in Unix seconds.", c.started.timeIntervalSince1970)
-        return m.text
-    }
-
-    /// Every part, in start order. The store opens last here, so that
-    /// nothing after it can fail and leave it open outside the group.
+    /// Every part, in start order. The store opens first, since the parts
+    /// after it hold it; a part that cannot be made after it (a bind that
+    /// fails) throws out of here with the store still open, and `serve`
+    /// then exits, which releases the file.
     private func makeParts(_ security: SecuritySetup) throws -> Parts {
         let c = configuration
         let context = ZMQContext()
         let validator = DrinkValidator(limits: c.limits)
-        let cache = CoffeeDataStore(url: URL(fileURLWithPath: c.modelCachePath))
+        let cache = ModelCache(url: URL(fileURLWithPath: c.modelCachePath))
         let model = CoffeeData(model: c.caffeineModel, clock: clock, cache: cache)
         let store = try HealthStore(
             configuration: .init(path: c.storePath, tombstoneRetention: c.tombstoneRetentionDays * 86_400, clock: clock))
-        let controller = HealthKitController(store: store, model: model, cache: cache, clock: clock)
+        let controller = StoreFollower(store: store, model: model, cache: cache, clock: clock)
         do {
             var updates = Broadcaster.Configuration()
             updates.bind = c.updatesBind
@@ -314,7 +200,11 @@ public final class CoffeeTrackerService: Sendable {
                 httpConfiguration.bind = address
                 return try HTTPEndpoint(configuration: httpConfiguration) { method, path in
                     guard let parts = partsBox.parts else { return HTTPResponse(status: 503, body: "starting\n") }
-                    return await self.route(parts, method, path)
+                    return await OperationsRoutes(
+                        store: parts.store, phase: self.phase,
+                        metrics: ServiceMetrics(
+                            counters: self.counters, store: parts.store, broadcaster: parts.broadcaster, model: parts.model)
+                    ).answer(method, path)
                 }
             }
             var probes: [OperationsService.Probe] = [
@@ -341,7 +231,7 @@ public final class CoffeeTrackerService: Sendable {
     /// The service's parts; `services` is the group's start order.
     private struct Parts: Sendable {
         let store: HealthStore
-        let cache: CoffeeDataStore
+        let cache: ModelCache
         /// The ZAP handler, under `security.curve`: up before any endpoint binds.
         let zap: ZAPHandler?
         let broadcaster: Broadcaster

@@ -13,7 +13,7 @@ public struct QueryHandler: Sendable {
     let store: HealthStore
     let model: CoffeeData
     /// Brings the model up to date before it is read (nil: read as it is).
-    let controller: HealthKitController?
+    let controller: StoreFollower?
     let validator: DrinkValidator
     let clock: any WallClock
     let counters: ServiceCounters
@@ -34,7 +34,7 @@ public struct QueryHandler: Sendable {
     var caffeine: CaffeineModel { model.model }
 
     public init(
-        store: HealthStore, model: CoffeeData, controller: HealthKitController? = nil, validator: DrinkValidator,
+        store: HealthStore, model: CoffeeData, controller: StoreFollower? = nil, validator: DrinkValidator,
         counters: ServiceCounters, clock: any WallClock, maxMessageBytes: Int = 1_048_576, registry: ClientRegistry? = nil
     ) {
         self.registry = registry

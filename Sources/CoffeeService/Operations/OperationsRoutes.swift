@@ -1,0 +1,33 @@
+import HealthStore
+
+/// What the monitoring endpoint answers (PROTOCOL.md §9): `/healthz` (the
+/// store's thread answers), `/readyz` (started, not draining, the store
+/// writes), `/metrics`; 404 for anything else.
+struct OperationsRoutes: Sendable {
+    let store: HealthStore
+    let phase: ServicePhase
+    let metrics: ServiceMetrics
+
+    func answer(_ method: String, _ path: String) async -> HTTPResponse {
+        switch path {
+        case "/healthz":
+            return await store.answers(within: .seconds(1))
+                ? HTTPResponse(status: 200, body: "ok\n")
+                : HTTPResponse(status: 503, body: "the store's thread does not answer\n")
+        case "/readyz":
+            switch phase.current {
+            case .ready:
+                if store.isFaulted {
+                    return HTTPResponse(status: 503, body: "the store cannot write: \((await store.faultDescription) ?? "")\n")
+                }
+                return HTTPResponse(status: 200, body: "ready\n")
+            case .draining: return HTTPResponse(status: 503, body: "draining\n")
+            case .starting: return HTTPResponse(status: 503, body: "starting\n")
+            }
+        case "/metrics":
+            return HTTPResponse(status: 200, contentType: MetricsExposition.contentType, body: await metrics.text())
+        default:
+            return HTTPResponse(status: 404, body: "not found; try /metrics, /healthz or /readyz\n")
+        }
+    }
+}
