@@ -23,10 +23,10 @@ struct ConfigurationTests {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../config/coffee-tracker.json").standardized
         let c = try ConfigurationLoader.load(path: url.path)
-        #expect(c.queryBind == ["tcp://127.0.0.1:5557"])
-        #expect(c.ingestBind == ["tcp://127.0.0.1:5555"] && c.updatesBind == ["tcp://127.0.0.1:5556"])
-        #expect(c.halfLifeHours == 5 && c.modelIntervalMs == 100 && c.refreshIntervalS == 60)
-        #expect(c.maxMessageBytes == 1_048_576 && c.maxFileBytes == 268_435_456)
+        #expect(c.query.bind == ["tcp://127.0.0.1:5557"])
+        #expect(c.ingest.bind == ["tcp://127.0.0.1:5555"] && c.updates.bind == ["tcp://127.0.0.1:5556"])
+        #expect(c.model.halfLifeHours == 5 && c.publish.modelIntervalMs == 100 && c.publish.refreshIntervalS == 60)
+        #expect(c.limits.maxMessageBytes == 1_048_576 && c.limits.maxFileBytes == 268_435_456)
         #expect(c.dataDirectory.hasSuffix("/data") && !c.dataDirectory.contains("config"))
     }
 
@@ -34,7 +34,7 @@ struct ConfigurationTests {
         let c = try parse("{}")
         #expect(c.dataDirectory == "/etc/data")
         #expect(c.inboxDirectory == "/etc/inbox")
-        #expect(c.logLevel == .info && c.logFormat == .text)
+        #expect(c.log.level == .info && c.log.format == .text)
         #expect(try parse(#"{"dataDirectory": "/var/lib/ct"}"#).dataDirectory == "/var/lib/ct")
     }
 
@@ -42,9 +42,50 @@ struct ConfigurationTests {
         let c = try parse(
             #"{"model": {"halfLifeHours": 3.5, "timeZone": "Europe/Berlin"}, "log": {"level": "debug", "format": "json"}, "ingest": {"connect": ["ipc:///tmp/x"]}}"#
         )
-        #expect(c.halfLifeHours == 3.5 && c.timeZone == "Europe/Berlin")
-        #expect(c.logLevel == .debug && c.logFormat == .json)
-        #expect(c.ingestConnect == [.init(endpoint: "ipc:///tmp/x")])
+        #expect(c.model.halfLifeHours == 3.5 && c.model.timeZone == "Europe/Berlin")
+        #expect(c.log.level == .debug && c.log.format == .json)
+        #expect(c.ingest.connect == [.init(endpoint: "ipc:///tmp/x")])
+    }
+
+    /// Every key of the file, set away from its default: each is read into
+    /// its section and named by `changedKeys` (no key the loader takes is
+    /// missing from the table, none is compared twice).
+    @Test func everyKeyIsReadAndNamedWhenItChanges() throws {
+        let c = try parse(
+            #"""
+            {"dataDirectory": "d2", "inboxDirectory": "i2", "inbox": {"sweepIntervalS": 2},
+             "ingest": {"bind": ["ipc:///a"], "connect": ["ipc:///b"], "receiveHighWaterMark": 7},
+             "updates": {"bind": ["ipc:///c"], "sendHighWaterMark": 8}, "query": {"bind": ["ipc:///d"]},
+             "http": {"bind": "127.0.0.1:9"}, "model": {"halfLifeHours": 4, "timeZone": "Asia/Kathmandu"},
+             "publish": {"modelIntervalMs": 7, "refreshIntervalS": 8, "heartbeatIntervalS": 9},
+             "store": {"tombstoneRetentionDays": 3},
+             "limits": {"maxMgCaffeine": 9, "maxFutureSkewS": 9, "earliestDate": "2001-01-01T00:00:00Z",
+                        "maxMessageBytes": 999, "maxFileBytes": 999},
+             "log": {"level": "debug", "format": "json"},
+             "security": {"allowPlaintextRemote": true, "curve": {"secretKeyFile": "s", "clientsDirectory": "k"}}}
+            """#)
+        let defaults = try parse("{}")
+        let changed = c.changedKeys(comparedTo: defaults)
+        #expect(changed.count == ServiceConfiguration.keys.count)
+        #expect(Set(changed).count == changed.count)
+        #expect(c.ingest.receiveHighWaterMark == 7 && c.updates.sendHighWaterMark == 8 && c.limits.maxFileBytes == 999)
+        #expect(c.security.curve?.clientsDirectory == "/etc/ct/k")
+        #expect(defaults.changedKeys(comparedTo: defaults).isEmpty)
+        var one = defaults
+        one.publish.heartbeatIntervalS = 0.5
+        #expect(one.changedKeys(comparedTo: defaults) == ["publish.heartbeatIntervalS"])
+    }
+
+    /// The defaults are the parts' own (each written once, in the part).
+    @Test func sectionDefaultsAreThoseOfTheParts() {
+        let c = ServiceConfiguration()
+        #expect(c.limits.maxMessageBytes == IngestEndpoint.Configuration().maxMessageBytes)
+        #expect(c.limits.maxMessageBytes == QueryEndpoint.Configuration().maxMessageBytes)
+        #expect(c.ingest.receiveHighWaterMark == IngestEndpoint.Configuration().receiveHighWaterMark)
+        #expect(c.publish.heartbeatIntervalS == 1 && c.publish.modelIntervalMs == 100 && c.publish.refreshIntervalS == 60)
+        #expect(c.store.tombstoneRetentionDays == 30 && c.inbox.sweepIntervalS == 10)
+        #expect(ServiceConfiguration.keys(of: "").isSuperset(of: ["dataDirectory", "ingest", "security"]))
+        #expect(ServiceConfiguration.keys(of: "security") == ["curve", "allowPlaintextRemote"])
     }
 
     @Test(arguments: [

@@ -41,94 +41,87 @@ public enum ConfigurationLoader {
         var c = ServiceConfiguration()
         c.dataDirectory = "../data"
         c.inboxDirectory = "../inbox"
-        try reader.keys(
-            top, "",
-            allowed: [
-                "dataDirectory", "inboxDirectory", "inbox", "ingest", "updates", "query", "http", "model", "publish", "store",
-                "limits", "log", "security",
-            ])
+        try reader.keys(top, "", allowed: ServiceConfiguration.keys(of: ""))
         if let v = try reader.string(top, "dataDirectory") { c.dataDirectory = v }
         if let v = try reader.string(top, "inboxDirectory") { c.inboxDirectory = v }
         c.dataDirectory = resolve(c.dataDirectory, folder)
         c.inboxDirectory = resolve(c.inboxDirectory, folder)
 
-        if let s = try reader.section(top, "inbox", allowed: ["sweepIntervalS"]) {
-            if let v = try reader.number(s, "inbox.sweepIntervalS", above: 0) { c.inboxSweepIntervalS = v }
+        if let s = try reader.section(top, "inbox", allowed: ServiceConfiguration.keys(of: "inbox")) {
+            if let v = try reader.number(s, "inbox.sweepIntervalS", above: 0) { c.inbox.sweepIntervalS = v }
         }
-        if let s = try reader.section(top, "ingest", allowed: ["bind", "connect", "receiveHighWaterMark"]) {
-            if let v = try reader.endpoints(s, "ingest.bind") { c.ingestBind = v.map { resolveIPC($0, folder) } }
+        if let s = try reader.section(top, "ingest", allowed: ServiceConfiguration.keys(of: "ingest")) {
+            if let v = try reader.endpoints(s, "ingest.bind") { c.ingest.bind = v.map { resolveIPC($0, folder) } }
             if let v = try reader.connectEntries(s, "ingest.connect") {
-                c.ingestConnect = v.map { .init(endpoint: resolveIPC($0.endpoint, folder), serverKey: $0.serverKey) }
+                c.ingest.connect = v.map { .init(endpoint: resolveIPC($0.endpoint, folder), serverKey: $0.serverKey) }
             }
-            if let v = try reader.int(s, "ingest.receiveHighWaterMark", min: 0) { c.ingestReceiveHighWaterMark = v }
+            if let v = try reader.int(s, "ingest.receiveHighWaterMark", min: 0) { c.ingest.receiveHighWaterMark = v }
         }
-        if let s = try reader.section(top, "updates", allowed: ["bind", "sendHighWaterMark"]) {
-            if let v = try reader.endpoints(s, "updates.bind") { c.updatesBind = v.map { resolveIPC($0, folder) } }
-            if let v = try reader.int(s, "updates.sendHighWaterMark", min: 0) { c.updatesSendHighWaterMark = v }
+        if let s = try reader.section(top, "updates", allowed: ServiceConfiguration.keys(of: "updates")) {
+            if let v = try reader.endpoints(s, "updates.bind") { c.updates.bind = v.map { resolveIPC($0, folder) } }
+            if let v = try reader.int(s, "updates.sendHighWaterMark", min: 0) { c.updates.sendHighWaterMark = v }
         }
-        if let s = try reader.section(top, "query", allowed: ["bind"]) {
-            if let v = try reader.endpoints(s, "query.bind") { c.queryBind = v.map { resolveIPC($0, folder) } }
+        if let s = try reader.section(top, "query", allowed: ServiceConfiguration.keys(of: "query")) {
+            if let v = try reader.endpoints(s, "query.bind") { c.query.bind = v.map { resolveIPC($0, folder) } }
         }
-        if let s = try reader.section(top, "http", allowed: ["bind"]) {
+        if let s = try reader.section(top, "http", allowed: ServiceConfiguration.keys(of: "http")) {
             if s.contains(where: { $0.0 == "bind" && $0.1 == .null }) {
-                c.httpBind = nil
+                c.http.bind = nil
             } else if let v = try reader.string(s, "http.bind") {
                 guard let colon = v.lastIndex(of: ":"), UInt16(v[v.index(after: colon)...]) != nil, colon != v.startIndex else {
                     throw reader.fail("http.bind", "must be host:port (127.0.0.1:5558) or null, got \"\(v)\"")
                 }
-                c.httpBind = v
+                c.http.bind = v
             }
         }
-        if let s = try reader.section(top, "model", allowed: ["halfLifeHours", "timeZone"]) {
-            if let v = try reader.number(s, "model.halfLifeHours", above: 0, max: 48) { c.halfLifeHours = v }
+        if let s = try reader.section(top, "model", allowed: ServiceConfiguration.keys(of: "model")) {
+            if let v = try reader.number(s, "model.halfLifeHours", above: 0, max: 48) { c.model.halfLifeHours = v }
             if let v = try reader.string(s, "model.timeZone") {
                 guard TimeZone(identifier: v) != nil else {
                     throw reader.fail("model.timeZone", "must be an IANA time zone name such as Europe/Berlin, got \"\(v)\"")
                 }
-                c.timeZone = v
+                c.model.timeZone = v
             }
         }
-        if let s = try reader.section(top, "publish", allowed: ["modelIntervalMs", "refreshIntervalS", "heartbeatIntervalS"]) {
-            if let v = try reader.int(s, "publish.modelIntervalMs", min: 1) { c.modelIntervalMs = v }
-            if let v = try reader.number(s, "publish.refreshIntervalS", above: 0) { c.refreshIntervalS = v }
-            if let v = try reader.number(s, "publish.heartbeatIntervalS", above: 0) { c.heartbeatIntervalS = v }
+        if let s = try reader.section(top, "publish", allowed: ServiceConfiguration.keys(of: "publish")) {
+            if let v = try reader.int(s, "publish.modelIntervalMs", min: 1) { c.publish.modelIntervalMs = v }
+            if let v = try reader.number(s, "publish.refreshIntervalS", above: 0) { c.publish.refreshIntervalS = v }
+            if let v = try reader.number(s, "publish.heartbeatIntervalS", above: 0) { c.publish.heartbeatIntervalS = v }
         }
-        if let s = try reader.section(top, "store", allowed: ["tombstoneRetentionDays"]) {
-            if let v = try reader.number(s, "store.tombstoneRetentionDays", above: 0) { c.tombstoneRetentionDays = v }
+        if let s = try reader.section(top, "store", allowed: ServiceConfiguration.keys(of: "store")) {
+            if let v = try reader.number(s, "store.tombstoneRetentionDays", above: 0) { c.store.tombstoneRetentionDays = v }
         }
-        if let s = try reader.section(
-            top, "limits", allowed: ["maxMgCaffeine", "maxFutureSkewS", "earliestDate", "maxMessageBytes", "maxFileBytes"])
-        {
+        if let s = try reader.section(top, "limits", allowed: ServiceConfiguration.keys(of: "limits")) {
             if let v = try reader.string(s, "limits.earliestDate") {
                 guard let date = RFC3339.parse(v) else {
                     throw reader.fail(
                         "limits.earliestDate", "must be an RFC 3339 date with a zone (2000-01-01T00:00:00Z), got \"\(v)\"")
                 }
-                c.earliestDate = date
+                c.limits.earliestDate = date
             }
-            if let v = try reader.number(s, "limits.maxMgCaffeine", above: 0) { c.maxMgCaffeine = v }
-            if let v = try reader.number(s, "limits.maxFutureSkewS", above: -1) { c.maxFutureSkewS = v }
-            if let v = try reader.int(s, "limits.maxMessageBytes", min: 64) { c.maxMessageBytes = v }
-            if let v = try reader.int(s, "limits.maxFileBytes", min: 1) { c.maxFileBytes = v }
+            if let v = try reader.number(s, "limits.maxMgCaffeine", above: 0) { c.limits.maxMgCaffeine = v }
+            if let v = try reader.number(s, "limits.maxFutureSkewS", above: -1) { c.limits.maxFutureSkewS = v }
+            if let v = try reader.int(s, "limits.maxMessageBytes", min: 64) { c.limits.maxMessageBytes = v }
+            if let v = try reader.int(s, "limits.maxFileBytes", min: 1) { c.limits.maxFileBytes = v }
         }
-        if let s = try reader.section(top, "log", allowed: ["level", "format"]) {
+        if let s = try reader.section(top, "log", allowed: ServiceConfiguration.keys(of: "log")) {
             if let v = try reader.string(s, "log.level") {
                 guard let level = Logger.Level(rawValue: v) else {
                     throw reader.fail(
                         "log.level",
                         "must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(v)\"")
                 }
-                c.logLevel = level
+                c.log.level = level
             }
             if let v = try reader.string(s, "log.format") {
                 guard let format = StderrLogHandler.Format(rawValue: v) else {
                     throw reader.fail("log.format", "must be text or json, got \"\(v)\"")
                 }
-                c.logFormat = format
+                c.log.format = format
             }
         }
-        if let s = try reader.section(top, "security", allowed: ["curve", "allowPlaintextRemote"]) {
-            if let v = try reader.bool(s, "security.allowPlaintextRemote") { c.allowPlaintextRemote = v }
+        if let s = try reader.section(top, "security", allowed: ServiceConfiguration.keys(of: "security")) {
+            if let v = try reader.bool(s, "security.allowPlaintextRemote") { c.security.allowPlaintextRemote = v }
             if let curve = try reader.section(s, "security.curve", allowed: ["secretKeyFile", "clientsDirectory"]) {
                 guard let secret = try reader.string(curve, "security.curve.secretKeyFile") else {
                     throw reader.fail("security.curve.secretKeyFile", "is required with security.curve")
@@ -136,8 +129,7 @@ public enum ConfigurationLoader {
                 guard let clients = try reader.string(curve, "security.curve.clientsDirectory") else {
                     throw reader.fail("security.curve.clientsDirectory", "is required with security.curve")
                 }
-                c.curveSecretKeyFile = resolve(secret, folder)
-                c.curveClientsDirectory = resolve(clients, folder)
+                c.security.curve = .init(secretKeyFile: resolve(secret, folder), clientsDirectory: resolve(clients, folder))
             }
         }
         return c

@@ -1,48 +1,112 @@
 import CoffeeDomain
 import CoffeeLogging
+import CoffeeModel
 import Foundation
+import HealthStore
 
-/// Everything `coffee-tracker serve` can be told, with the defaults of
-/// PROTOCOL.md §7. Relative paths are resolved against the config file's folder.
+/// Everything `coffee-tracker serve` can be told (PROTOCOL.md §7), by the
+/// file's sections. Each default is written once, in the part it belongs
+/// to (an endpoint's `Configuration`, the validator's `Limits`, the model),
+/// and read here from it. Relative paths are resolved against the config
+/// file's folder.
 public struct ServiceConfiguration: Sendable, Equatable {
-    public var dataDirectory: String = "data"
-    public var inboxDirectory: String = "inbox"
-    /// How often the inbox is swept for files no event announced (a hard link).
-    public var inboxSweepIntervalS: Double = 10
-    public var ingestBind: [String] = ["tcp://127.0.0.1:5555"]
-    /// Publishers that bind, for the service to connect to.
-    public var ingestConnect: [ConnectEntry] = []
-    /// Per-publisher receive queue; absorbs bursts while the store catches up.
-    public var ingestReceiveHighWaterMark: Int = 200_000
-    public var updatesBind: [String] = ["tcp://127.0.0.1:5556"]
-    /// Per-subscriber send queue; a slow subscriber loses messages past it.
-    public var updatesSendHighWaterMark: Int = 100_000
-    public var queryBind: [String] = ["tcp://127.0.0.1:5557"]
-    /// The monitoring endpoint (`http.bind`, `host:port`); nil turns it off.
-    public var httpBind: String? = "127.0.0.1:5558"
-    public var halfLifeHours: Double = 5
-    public var timeZone: String = TimeZone.current.identifier
-    public var modelIntervalMs: Int = 100
-    public var refreshIntervalS: Double = 60
-    public var heartbeatIntervalS: Double = 1
-    public var tombstoneRetentionDays: Double = 30
-    public var maxMgCaffeine: Double = 1000
-    public var maxFutureSkewS: Double = 300
-    /// `limits.earliestDate`: drinks dated before it are refused.
-    public var earliestDate: Date = DrinkValidator.Limits.defaultEarliestDate
-    public var maxMessageBytes: Int = 1_048_576
-    public var maxFileBytes: Int = 268_435_456
-    public var logLevel: Logger.Level = .info
-    public var logFormat: StderrLogHandler.Format = .text
-    /// `security.curve.secretKeyFile`: the service's own `.key_secret`; nil
-    /// for plaintext (loopback only, PROTOCOL.md §6).
-    public var curveSecretKeyFile: String?
-    /// `security.curve.clientsDirectory`: the admitted clients' `.key` files.
-    public var curveClientsDirectory: String?
-    /// `security.allowPlaintextRemote`: plaintext on addresses other than loopback.
-    public var allowPlaintextRemote = false
+    public var dataDirectory = "data"
+    public var inboxDirectory = "inbox"
+    public var inbox = Inbox()
+    public var ingest = Ingest()
+    public var updates = Updates()
+    public var query = Query()
+    public var http = HTTP()
+    public var model = Model()
+    public var publish = Publish()
+    public var store = Store()
+    public var limits = Limits()
+    public var log = Log()
+    public var security = Security()
 
     public init() {}
+
+    /// `inbox`.
+    public struct Inbox: Sendable, Equatable {
+        /// How often the inbox is swept for files no event announced (a hard link).
+        public var sweepIntervalS = seconds(InboxService.defaultSweepInterval)
+    }
+
+    /// `ingest`.
+    public struct Ingest: Sendable, Equatable {
+        public var bind = IngestEndpoint.Configuration().bind
+        /// Publishers that bind, for the service to connect to.
+        public var connect: [ConnectEntry] = []
+        /// Per-publisher receive queue; absorbs bursts while the store catches up.
+        public var receiveHighWaterMark = IngestEndpoint.Configuration().receiveHighWaterMark
+    }
+
+    /// `updates`.
+    public struct Updates: Sendable, Equatable {
+        public var bind = Broadcaster.Configuration().bind
+        /// Per-subscriber send queue; a slow subscriber loses messages past it.
+        public var sendHighWaterMark = Broadcaster.Configuration().sendHighWaterMark
+    }
+
+    /// `query`.
+    public struct Query: Sendable, Equatable {
+        public var bind = QueryEndpoint.Configuration().bind
+    }
+
+    /// `http`.
+    public struct HTTP: Sendable, Equatable {
+        /// The monitoring endpoint (`host:port`); nil turns it off.
+        public var bind: String? = HTTPEndpoint.Configuration().bind
+    }
+
+    /// `model`.
+    public struct Model: Sendable, Equatable {
+        public var halfLifeHours = CaffeineModel().halfLifeHours
+        public var timeZone = TimeZone.current.identifier
+    }
+
+    /// `publish`.
+    public struct Publish: Sendable, Equatable {
+        public var modelIntervalMs = Int(seconds(ModelService.Configuration().roundInterval) * 1000)
+        public var refreshIntervalS = seconds(ModelService.Configuration().refreshInterval)
+        public var heartbeatIntervalS = seconds(Broadcaster.Configuration().heartbeatInterval)
+    }
+
+    /// `store`.
+    public struct Store: Sendable, Equatable {
+        public var tombstoneRetentionDays = HealthStore.Configuration(path: "").tombstoneRetention / 86_400
+    }
+
+    /// `limits`.
+    public struct Limits: Sendable, Equatable {
+        public var maxMgCaffeine = DrinkValidator.Limits().maxMgCaffeine
+        public var maxFutureSkewS = DrinkValidator.Limits().maxFutureSkew
+        /// Drinks dated before it are refused.
+        public var earliestDate = DrinkValidator.Limits().earliestDate
+        public var maxMessageBytes = IngestEndpoint.Configuration().maxMessageBytes
+        public var maxFileBytes = InboxImporter.Configuration(inbox: URL(fileURLWithPath: "/")).maxFileBytes
+    }
+
+    /// `log`.
+    public struct Log: Sendable, Equatable {
+        public var level: Logger.Level = .info
+        public var format: StderrLogHandler.Format = .text
+    }
+
+    /// `security`.
+    public struct Security: Sendable, Equatable {
+        /// `security.curve`: nil for plaintext (loopback only, PROTOCOL.md §6).
+        public var curve: Curve?
+        /// Plaintext on addresses other than loopback.
+        public var allowPlaintextRemote = false
+
+        public struct Curve: Sendable, Equatable {
+            /// The service's own `.key_secret`.
+            public var secretKeyFile: String
+            /// The admitted clients' `.key` files.
+            public var clientsDirectory: String
+        }
+    }
 
     /// An `ingest.connect` entry: a publisher's endpoint, and its public key
     /// when the service connects as its CURVE client.
@@ -59,35 +123,58 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// The keys whose values differ between `self` and `other` (what a
     /// SIGHUP finds changed), by their configuration names.
     public func changedKeys(comparedTo other: ServiceConfiguration) -> [String] {
-        let names: [String: String] = [
-            "dataDirectory": "dataDirectory", "inboxDirectory": "inboxDirectory", "inboxSweepIntervalS": "inbox.sweepIntervalS",
-            "ingestBind": "ingest.bind", "ingestConnect": "ingest.connect",
-            "ingestReceiveHighWaterMark": "ingest.receiveHighWaterMark", "updatesBind": "updates.bind",
-            "updatesSendHighWaterMark": "updates.sendHighWaterMark", "queryBind": "query.bind", "httpBind": "http.bind",
-            "halfLifeHours": "model.halfLifeHours", "timeZone": "model.timeZone", "modelIntervalMs": "publish.modelIntervalMs",
-            "refreshIntervalS": "publish.refreshIntervalS", "heartbeatIntervalS": "publish.heartbeatIntervalS",
-            "tombstoneRetentionDays": "store.tombstoneRetentionDays", "maxMgCaffeine": "limits.maxMgCaffeine",
-            "maxFutureSkewS": "limits.maxFutureSkewS", "earliestDate": "limits.earliestDate",
-            "maxMessageBytes": "limits.maxMessageBytes",
-            "maxFileBytes": "limits.maxFileBytes", "logLevel": "log.level", "logFormat": "log.format",
-            "curveSecretKeyFile": "security.curve.secretKeyFile", "curveClientsDirectory": "security.curve.clientsDirectory",
-            "allowPlaintextRemote": "security.allowPlaintextRemote",
-        ]
-        let mine = Mirror(reflecting: self).children
-        let theirs = Dictionary(
-            Mirror(reflecting: other).children.compactMap { child in child.label.map { ($0, "\(child.value)") } },
-            uniquingKeysWith: { a, _ in a })
-        return mine.compactMap { child in
-            guard let label = child.label, theirs[label] != "\(child.value)" else { return nil }
-            return names[label] ?? label
+        Self.keys.filter { $0.differs(self, other) }.map(\.name)
+    }
+
+    /// Every key of the file, by name, with a comparison of its value.
+    static let keys: [Key] = [
+        Key("dataDirectory", \.dataDirectory), Key("inboxDirectory", \.inboxDirectory),
+        Key("inbox.sweepIntervalS", \.inbox.sweepIntervalS),
+        Key("ingest.bind", \.ingest.bind), Key("ingest.connect", \.ingest.connect),
+        Key("ingest.receiveHighWaterMark", \.ingest.receiveHighWaterMark),
+        Key("updates.bind", \.updates.bind), Key("updates.sendHighWaterMark", \.updates.sendHighWaterMark),
+        Key("query.bind", \.query.bind), Key("http.bind", \.http.bind),
+        Key("model.halfLifeHours", \.model.halfLifeHours), Key("model.timeZone", \.model.timeZone),
+        Key("publish.modelIntervalMs", \.publish.modelIntervalMs),
+        Key("publish.refreshIntervalS", \.publish.refreshIntervalS),
+        Key("publish.heartbeatIntervalS", \.publish.heartbeatIntervalS),
+        Key("store.tombstoneRetentionDays", \.store.tombstoneRetentionDays),
+        Key("limits.maxMgCaffeine", \.limits.maxMgCaffeine), Key("limits.maxFutureSkewS", \.limits.maxFutureSkewS),
+        Key("limits.earliestDate", \.limits.earliestDate), Key("limits.maxMessageBytes", \.limits.maxMessageBytes),
+        Key("limits.maxFileBytes", \.limits.maxFileBytes),
+        Key("log.level", \.log.level), Key("log.format", \.log.format),
+        Key("security.curve", \.security.curve),
+        Key("security.allowPlaintextRemote", \.security.allowPlaintextRemote),
+    ]
+
+    /// One key of the file: its name, and whether two configurations differ in it.
+    struct Key: Sendable {
+        let name: String
+        let differs: @Sendable (ServiceConfiguration, ServiceConfiguration) -> Bool
+
+        init<Value: Equatable & Sendable>(_ name: String, _ path: KeyPath<ServiceConfiguration, Value> & Sendable) {
+            self.name = name
+            differs = { $0[keyPath: path] != $1[keyPath: path] }
         }
+    }
+
+    /// The keys `section` allows (`ingest` → `bind`, `connect`, …), from `keys`.
+    /// `""` gives the top level's keys and sections.
+    static func keys(of section: String) -> Set<String> {
+        Set(
+            keys.compactMap { key -> String? in
+                let rest: Substring? =
+                    section.isEmpty
+                    ? Substring(key.name) : key.name.hasPrefix(section + ".") ? key.name.dropFirst(section.count + 1) : nil
+                return rest.map { String($0.prefix { $0 != "." }) }
+            })
     }
 
     /// Every TCP endpoint bound or connected, with the key that names it.
     public var tcpEndpoints: [(key: String, endpoint: String)] {
         let all =
-            ingestBind.map { ("ingest.bind", $0) } + ingestConnect.map { ("ingest.connect", $0.endpoint) }
-            + updatesBind.map { ("updates.bind", $0) } + queryBind.map { ("query.bind", $0) }
+            ingest.bind.map { ("ingest.bind", $0) } + ingest.connect.map { ("ingest.connect", $0.endpoint) }
+            + updates.bind.map { ("updates.bind", $0) } + query.bind.map { ("query.bind", $0) }
         return all.filter { $0.1.hasPrefix("tcp://") }.map { (key: $0.0, endpoint: $0.1) }
     }
 
@@ -96,13 +183,19 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var deadLetterPath: String { (dataDirectory as NSString).appendingPathComponent("rejected.jsonl") }
     public var endpointsPath: String { (dataDirectory as NSString).appendingPathComponent("endpoints.json") }
 
-    public var limits: DrinkValidator.Limits {
-        DrinkValidator.Limits(maxMgCaffeine: maxMgCaffeine, maxFutureSkew: maxFutureSkewS, earliestDate: earliestDate)
+    public var drinkLimits: DrinkValidator.Limits {
+        DrinkValidator.Limits(
+            maxMgCaffeine: limits.maxMgCaffeine, maxFutureSkew: limits.maxFutureSkewS, earliestDate: limits.earliestDate)
     }
 
     public var caffeineModel: CaffeineModel {
-        CaffeineModel(halfLifeHours: halfLifeHours, timeZone: TimeZone(identifier: timeZone) ?? .current)
+        CaffeineModel(halfLifeHours: model.halfLifeHours, timeZone: TimeZone(identifier: model.timeZone) ?? .current)
     }
+}
+
+/// A `Duration` in seconds, as the file gives them.
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
 
 /// A configuration that cannot be used; the message names the file and key.

@@ -23,7 +23,12 @@ public final class InboxService: Service {
     private let watcher = Mutex<InboxWatcher?>(nil)
     private let logger = Logger(label: "inbox")
 
-    public init(importer: InboxImporter, sweepInterval: Duration = .seconds(10), clock: any Clock<Duration> = ContinuousClock()) {
+    /// `inbox.sweepIntervalS`'s default.
+    public static let defaultSweepInterval: Duration = .seconds(10)
+
+    public init(
+        importer: InboxImporter, sweepInterval: Duration = defaultSweepInterval, clock: any Clock<Duration> = ContinuousClock()
+    ) {
         self.importer = importer
         self.sweepInterval = sweepInterval
         self.clock = clock

@@ -27,7 +27,9 @@ public final class IngestEndpoint: Service {
         /// ZeroMQ's receive queue (`ingest.receiveHighWaterMark`).
         public var receiveHighWaterMark = 200_000
         /// Larger messages are refused by the socket (`limits.maxMessageBytes`).
-        public var maxMessageBytes = 1_048_576
+        public var maxMessageBytes = Self.defaultMaxMessageBytes
+        /// `limits.maxMessageBytes`' default (1 MiB), for every endpoint that reads messages.
+        public static let defaultMaxMessageBytes = 1_048_576
         /// The bound endpoints as a CURVE server (`security.curve`); nil for plaintext.
         public var curve: CurveServerSettings?
         /// The service's own key pair, for connects that carry a `serverKey`.

@@ -141,41 +141,41 @@ public final class CoffeeTrackerService: Sendable {
     private func makeParts(_ security: SecuritySetup) throws -> Parts {
         let c = configuration
         let context = ZMQContext()
-        let validator = DrinkValidator(limits: c.limits)
+        let validator = DrinkValidator(limits: c.drinkLimits)
         let cache = ModelCache(url: URL(fileURLWithPath: c.modelCachePath))
         let model = CoffeeData(model: c.caffeineModel, clock: clock, cache: cache)
         let store = try HealthStore(
-            configuration: .init(path: c.storePath, tombstoneRetention: c.tombstoneRetentionDays * 86_400, clock: clock))
+            configuration: .init(path: c.storePath, tombstoneRetention: c.store.tombstoneRetentionDays * 86_400, clock: clock))
         let controller = StoreFollower(store: store, model: model, cache: cache, clock: clock)
         do {
             var updates = Broadcaster.Configuration()
-            updates.bind = c.updatesBind
-            updates.sendHighWaterMark = c.updatesSendHighWaterMark
-            updates.heartbeatInterval = .milliseconds(Int64(c.heartbeatIntervalS * 1000))
+            updates.bind = c.updates.bind
+            updates.sendHighWaterMark = c.updates.sendHighWaterMark
+            updates.heartbeatInterval = .milliseconds(Int64(c.publish.heartbeatIntervalS * 1000))
             updates.curve = security.server("updates")
             let broadcaster = try Broadcaster(configuration: updates, context: context, store: store, counters: counters)
 
             let modelService = ModelService(
                 store: store, model: model, controller: controller,
                 configuration: .init(
-                    roundInterval: .milliseconds(c.modelIntervalMs),
-                    refreshInterval: .milliseconds(Int64(c.refreshIntervalS * 1000))),
+                    roundInterval: .milliseconds(c.publish.modelIntervalMs),
+                    refreshInterval: .milliseconds(Int64(c.publish.refreshIntervalS * 1000))),
                 publish: { broadcaster.publish($0) })
 
             var queryConfiguration = QueryEndpoint.Configuration()
-            queryConfiguration.bind = c.queryBind
-            queryConfiguration.maxMessageBytes = c.maxMessageBytes
+            queryConfiguration.bind = c.query.bind
+            queryConfiguration.maxMessageBytes = c.limits.maxMessageBytes
             queryConfiguration.curve = security.server("query")
             let handler = QueryHandler(
                 store: store, model: model, controller: controller, validator: validator, counters: counters, clock: clock,
-                maxMessageBytes: c.maxMessageBytes, registry: security.registry)
+                maxMessageBytes: c.limits.maxMessageBytes, registry: security.registry)
             let query = try QueryEndpoint(configuration: queryConfiguration, context: context, handler: handler)
 
             var ingestConfiguration = IngestEndpoint.Configuration()
-            ingestConfiguration.bind = c.ingestBind
-            ingestConfiguration.connect = c.ingestConnect
-            ingestConfiguration.receiveHighWaterMark = c.ingestReceiveHighWaterMark
-            ingestConfiguration.maxMessageBytes = c.maxMessageBytes
+            ingestConfiguration.bind = c.ingest.bind
+            ingestConfiguration.connect = c.ingest.connect
+            ingestConfiguration.receiveHighWaterMark = c.ingest.receiveHighWaterMark
+            ingestConfiguration.maxMessageBytes = c.limits.maxMessageBytes
             ingestConfiguration.curve = security.server("ingest")
             ingestConfiguration.clientKeys = security.keys
             let ingest = try IngestEndpoint(
@@ -184,7 +184,7 @@ public final class CoffeeTrackerService: Sendable {
                 registry: security.registry)
 
             var inboxConfiguration = InboxImporter.Configuration(inbox: URL(fileURLWithPath: c.inboxDirectory))
-            inboxConfiguration.maxFileBytes = c.maxFileBytes
+            inboxConfiguration.maxFileBytes = c.limits.maxFileBytes
             inboxConfiguration.attemptRecord = (c.dataDirectory as NSString).appendingPathComponent("importing.json")
             if testHooks {
                 inboxConfiguration.dieWhileImporting = ProcessInfo.processInfo.environment["COFFEE_TRACKER_TEST_DIE_IMPORTING"]
@@ -195,7 +195,7 @@ public final class CoffeeTrackerService: Sendable {
 
             let zap = try security.registry.map { try ZAPHandler(context: context, registry: $0, counters: counters) }
             let partsBox = PartsBox()
-            let http = try c.httpBind.map { address in
+            let http = try c.http.bind.map { address in
                 var httpConfiguration = HTTPEndpoint.Configuration()
                 httpConfiguration.bind = address
                 return try HTTPEndpoint(configuration: httpConfiguration) { method, path in
@@ -221,7 +221,7 @@ public final class CoffeeTrackerService: Sendable {
             let parts = Parts(
                 store: store, cache: cache, zap: zap, broadcaster: broadcaster, model: model, modelService: modelService,
                 query: query, ingest: ingest,
-                inbox: InboxService(importer: importer, sweepInterval: .milliseconds(Int64(c.inboxSweepIntervalS * 1000))),
+                inbox: InboxService(importer: importer, sweepInterval: .milliseconds(Int64(c.inbox.sweepIntervalS * 1000))),
                 http: http, operations: operations, serverKey: security.keys?.publicKey)
             partsBox.set(parts)
             return parts

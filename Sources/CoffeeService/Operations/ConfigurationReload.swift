@@ -29,12 +29,12 @@ struct ConfigurationReload {
             let fresh =
                 try path.map(ConfigurationLoader.load(path:))
                 ?? ConfigurationLoader.defaults(relativeTo: FileManager.default.currentDirectoryPath)
-            if fresh.logLevel != LoggingSystem.shared.level {
-                LoggingSystem.shared.setLevel(fresh.logLevel)
-                logger.notice("log level changed", ["level": fresh.logLevel.rawValue])
+            if fresh.log.level != LoggingSystem.shared.level {
+                LoggingSystem.shared.setLevel(fresh.log.level)
+                logger.notice("log level changed", ["level": fresh.log.level.rawValue])
             }
             var stale = running
-            stale.logLevel = fresh.logLevel
+            stale.log.level = fresh.log.level
             let changed = fresh.changedKeys(comparedTo: stale)
             if !changed.isEmpty {
                 logger.warning(

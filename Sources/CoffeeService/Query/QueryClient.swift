@@ -165,9 +165,9 @@ public enum EndpointDiscovery {
     }
 
     public static func endpoints(_ configuration: ServiceConfiguration) -> (query: String, updates: String, ingest: String) {
-        var query = configuration.queryBind.first ?? "tcp://127.0.0.1:5557"
-        var updates = configuration.updatesBind.first ?? "tcp://127.0.0.1:5556"
-        var ingest = configuration.ingestBind.first ?? "tcp://127.0.0.1:5555"
+        var query = configuration.query.bind.first ?? "tcp://127.0.0.1:5557"
+        var updates = configuration.updates.bind.first ?? "tcp://127.0.0.1:5556"
+        var ingest = configuration.ingest.bind.first ?? "tcp://127.0.0.1:5555"
         if let data = FileManager.default.contents(atPath: configuration.endpointsPath),
             let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         {

@@ -18,7 +18,7 @@ public final class QueryEndpoint: Service {
         public var bind: [String] = ["tcp://127.0.0.1:5557"]
         /// `limits.maxMessageBytes`: requests up to twice this are read so
         /// that `too_large` can be answered; beyond that the peer is disconnected.
-        public var maxMessageBytes = 1_048_576
+        public var maxMessageBytes = IngestEndpoint.Configuration.defaultMaxMessageBytes
         /// How long a shutdown waits for requests in flight.
         public var grace: Duration = .seconds(3)
         /// A CURVE server under `security.curve`; nil for plaintext. Each

@@ -35,7 +35,8 @@ public struct QueryHandler: Sendable {
 
     public init(
         store: HealthStore, model: CoffeeData, controller: StoreFollower? = nil, validator: DrinkValidator,
-        counters: ServiceCounters, clock: any WallClock, maxMessageBytes: Int = 1_048_576, registry: ClientRegistry? = nil
+        counters: ServiceCounters, clock: any WallClock,
+        maxMessageBytes: Int = IngestEndpoint.Configuration.defaultMaxMessageBytes, registry: ClientRegistry? = nil
     ) {
         self.registry = registry
         self.store = store

@@ -36,7 +36,8 @@ public struct SecuritySetup: Sendable {
     ///   be used, or a clients directory with a bad certificate.
     public static func prepare(_ configuration: ServiceConfiguration) throws -> SecuritySetup {
         var setup = SecuritySetup()
-        if let secretFile = configuration.curveSecretKeyFile, let clients = configuration.curveClientsDirectory {
+        if let curve = configuration.security.curve {
+            let (secretFile, clients) = (curve.secretKeyFile, curve.clientsDirectory)
             guard ZMQContext.hasCurve else {
                 throw Refusal(
                     description: "security.curve is set, but this libzmq (\(ZMQContext.version)) was built without CURVE")
@@ -50,14 +51,14 @@ public struct SecuritySetup: Sendable {
         }
         // Plaintext is for one machine: every endpoint without CURVE (all of
         // them without security.curve, and connects without a serverKey).
-        var plaintext = configuration.ingestConnect.filter { !setup.isCurve || $0.serverKey == nil }.map {
+        var plaintext = configuration.ingest.connect.filter { !setup.isCurve || $0.serverKey == nil }.map {
             (key: "ingest.connect", endpoint: $0.endpoint)
         }
         if !setup.isCurve {
             plaintext += configuration.tcpEndpoints.filter { $0.key != "ingest.connect" }
         }
         for (key, endpoint) in plaintext where endpoint.hasPrefix("tcp://") && !isLoopback(endpoint) {
-            if configuration.allowPlaintextRemote {
+            if configuration.security.allowPlaintextRemote {
                 setup.warnings.append(
                     "\(key) \(endpoint) is not a loopback address and speaks plaintext: anyone who can reach it can read and change this store (security.allowPlaintextRemote is true)"
                 )
@@ -76,21 +77,18 @@ public struct SecuritySetup: Sendable {
     public static func problems(_ configuration: ServiceConfiguration) -> [String] {
         var problems: [String] = []
         var plain = configuration
-        plain.curveSecretKeyFile = nil
-        plain.curveClientsDirectory = nil
-        if let secretFile = configuration.curveSecretKeyFile {
-            do { _ = try secretKey(secretFile) } catch { problems.append("\(error)") }
-        }
-        if let clients = configuration.curveClientsDirectory {
-            do { _ = try ClientRegistry(directory: clients) } catch { problems.append(error.description) }
+        plain.security.curve = nil
+        if let settings = configuration.security.curve {
+            do { _ = try secretKey(settings.secretKeyFile) } catch { problems.append("\(error)") }
+            do { _ = try ClientRegistry(directory: settings.clientsDirectory) } catch { problems.append(error.description) }
         }
         // Plaintext addresses, all of them (prepare stops at the first).
-        let curve = configuration.curveSecretKeyFile != nil
-        var endpoints = configuration.ingestConnect.filter { !curve || $0.serverKey == nil }.map {
+        let curve = configuration.security.curve != nil
+        var endpoints = configuration.ingest.connect.filter { !curve || $0.serverKey == nil }.map {
             (key: "ingest.connect", endpoint: $0.endpoint)
         }
         if !curve { endpoints += configuration.tcpEndpoints.filter { $0.key != "ingest.connect" } }
-        if !configuration.allowPlaintextRemote {
+        if !configuration.security.allowPlaintextRemote {
             for (key, endpoint) in endpoints where endpoint.hasPrefix("tcp://") && !isLoopback(endpoint) {
                 problems.append(
                     "\(key) \(endpoint) is not a loopback address, and without CURVE it would speak plaintext; set security.curve, or security.allowPlaintextRemote: true"

@@ -51,7 +51,7 @@ enum ImportCommand {
             return 1
         }
         let parser = InboxFileParser(
-            decoder: BatchDecoder(validator: DrinkValidator(limits: configuration.limits)))
+            decoder: BatchDecoder(validator: DrinkValidator(limits: configuration.drinkLimits)))
         var failures = 0
         for path in args.positional {
             let started = Date()

@@ -40,8 +40,8 @@ enum ServeCommand {
             return 2
         }
         LoggingSystem.shared.configure(
-            level: configuration.logLevel,
-            handler: StderrLogHandler(format: configuration.logFormat, journal: StderrLogHandler.stderrIsJournal))
+            level: configuration.log.level,
+            handler: StderrLogHandler(format: configuration.log.format, journal: StderrLogHandler.stderrIsJournal))
         // Everything the service creates is private to its user (PROTOCOL.md §6).
         umask(0o077)
         let signals = SignalStream.make([SIGINT, SIGTERM, SIGHUP, SIGUSR1])
