@@ -31,13 +31,18 @@ import Synchronization
     }
 
     /// Fails the next `count` commits (the fault's probe writes included)
-    /// with SQLITE_FULL, as a disk that filled up at that moment would.
-    public func failNextCommitsAsDiskFull(_ count: Int) {
-        let left = Mutex(count)
+    /// with SQLITE_FULL, as a disk that filled up at that moment would,
+    /// after letting `passing` commits through.
+    public func failNextCommitsAsDiskFull(_ count: Int, after passing: Int = 0) {
+        let left = Mutex((pass: passing, fail: count))
         db?.commitFailure = {
             left.withLock { n -> SQLiteError? in
-                guard n > 0 else { return nil }
-                n -= 1
+                if n.pass > 0 {
+                    n.pass -= 1
+                    return nil
+                }
+                guard n.fail > 0 else { return nil }
+                n.fail -= 1
                 return SQLiteError(code: 13, message: "database or disk is full", context: "COMMIT (injected)")
             }
         }

@@ -86,6 +86,31 @@ struct StoreFaultTests {
         await store.close()
     }
 
+    /// Two bus batches share a transaction that fails (not for want of
+    /// space), so each is retried alone; the disk is full by then. Both are
+    /// held and committed later, as any batch of the bus is: the one
+    /// commit path classifies every failure alike.
+    @Test func batchesRetriedAloneThatMeetAFullDiskAreHeld() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openFaultStore(dir)
+        let first = Atomic<Bool>(true)
+        await store.setCommitHook { !first.exchange(false, ordering: .relaxed) }  // the shared COMMIT fails
+        await store.failNextCommitsAsDiskFull(3, after: 1)  // then the disk is full
+        let (a, b) = (drink(), drink())
+        let (outcomeA, outcomeB) = (Outcome(), Outcome())
+        store.stage(WriteBatch(drinks: [a])) { outcomeA.set($0) }
+        store.stage(WriteBatch(drinks: [b])) { outcomeB.set($0) }
+        store.commitStaged(here: false)  // one commit on the store's thread, both batches in it
+        let toldA = await outcomeA.wait()
+        let toldB = await outcomeB.wait()
+        #expect((try? toldA?.get())?.added == 1, "\(String(describing: toldA))")
+        #expect((try? toldB?.get())?.added == 1, "\(String(describing: toldB))")
+        let stored = Set(try await store.changes(since: 0, limit: 10).added.map(\.uuid))
+        #expect(stored == [a.uuid, b.uuid])
+        await store.close()
+    }
+
     /// A writer that can be told (a query `add`) is told `unavailable` and nothing is stored.
     @Test func anAwaitedWriteInAFullDiskFailsAtOnce() async throws {
         let dir = TemporaryDirectory()

@@ -1,0 +1,93 @@
+import CoffeeDomain
+import Foundation
+import SQLite
+
+/// The store rules of PROTOCOL.md §1, applied inside an open transaction,
+/// and the record of what one commit changed.
+extension HealthStore {
+    /// Applies the store rules of PROTOCOL.md §1 for one batch, inside the
+    /// open transaction.
+    func write(_ batch: WriteBatch, into changes: inout CommitChanges) throws -> WriteResult {
+        var result = WriteResult()
+        let now = Int64((configuration.clock.now().timeIntervalSince1970 * 1000).rounded())
+        var next = changes.anchor ?? currentAnchor
+        var rest = batch.drinks[...]
+        while !rest.isEmpty {
+            // Runs of new drinks in one statement each; a run that finds a
+            // record (or a UUID twice) is written one by one, below.
+            let run = rest.prefix(Statements.insertRuns.first { $0 <= rest.count } ?? 1)
+            rest = rest.dropFirst(run.count)
+            if run.count > 1, try statements.insertNew(run, firstAnchor: next + 1, now: now) {
+                for drink in run {
+                    next += 1
+                    changes.record(.added(drink), anchor: next, replacing: false)
+                }
+                result.added += run.count
+                continue
+            }
+            for drink in run {
+                // Stored when there is no record or the record's version is lower.
+                let upsert = try statements.upsert(drink, anchor: next + 1, now: now)
+                if upsert != .unchanged {
+                    next += 1
+                    result.added += 1
+                    changes.record(.added(drink), anchor: next, replacing: upsert == .replaced)
+                } else {
+                    result.duplicates += 1
+                    // Only for a caller that reports it: was it a deletion that kept it out?
+                    if batch.explainDuplicates, case .some((let version, true)) = try statements.lookup(drink.uuid) {
+                        result.deletedDuplicates.append(Tombstone(uuid: drink.uuid, version: version))
+                    }
+                }
+            }
+        }
+        for deletion in batch.deletions {
+            let existing = try statements.lookup(deletion.uuid)
+            let version: Int64
+            switch existing {
+            case .some((_, true)):
+                result.unknown += 1  // already deleted: no-op
+                continue
+            case .some((let recordVersion, false)):
+                version = max(recordVersion, deletion.version ?? recordVersion)
+                result.deleted += 1
+            case .none:
+                version = deletion.version ?? 1
+                result.unknown += 1
+            }
+            next += 1
+            try statements.tombstone(deletion.uuid, version: version, anchor: next, now: now)
+            changes.record(.deleted(Tombstone(uuid: deletion.uuid, version: version)), anchor: next, replacing: existing != nil)
+        }
+        return result
+    }
+}
+
+/// The changes of one commit, in order; past `HealthStore.announceLimit`
+/// only the anchor is kept, so a huge commit needs no memory in
+/// proportion to its size.
+struct CommitChanges {
+    var anchor: Int64?
+    var log: [CommittedBatch.Change] = []
+    var isComplete = true
+    var arrived: ContinuousClock.Instant?
+    /// Some change replaced a record that existed (see `CommittedBatch.replacesRecords`).
+    var replacesRecords = false
+
+    mutating func record(_ change: CommittedBatch.Change, anchor: Int64, replacing: Bool) {
+        self.anchor = anchor
+        if replacing { replacesRecords = true }
+        guard isComplete else { return }
+        log.append(change)
+        if log.count > HealthStore.announceLimit {
+            isComplete = false
+            log = []
+        }
+    }
+
+    func committed(previousAnchor: Int64, anchor: Int64) -> CommittedBatch {
+        CommittedBatch(
+            anchor: anchor, previousAnchor: previousAnchor, log: log, isComplete: isComplete, arrived: arrived,
+            replacesRecords: replacesRecords)
+    }
+}
