@@ -44,7 +44,7 @@ public final class ServiceGroup: Sendable {
             for (index, service) in services.enumerated() {
                 if requested.isTriggered || Task.isCancelled { break }
                 do {
-                    logger.debug("starting", ["service": service.name])
+                    logger.debug("starting", metadata: ["service": "\(service.name)"])
                     try await service.start()
                 } catch {
                     failure = .startFailed(service.name, error)
@@ -67,7 +67,7 @@ public final class ServiceGroup: Sendable {
                 finished.insert(index)
                 let name = services[index].name
                 if let error {
-                    logger.error("service failed", ["service": name, "error": "\(error)"])
+                    logger.error("service failed", metadata: ["service": "\(name)", "error": "\(error)"])
                     if failure == nil { failure = .runFailed(name, error) }
                 } else if !signals[index].isTriggered, !Task.isCancelled, failure == nil {
                     failure = .finishedEarly(name)
@@ -87,10 +87,10 @@ public final class ServiceGroup: Sendable {
             }
             // Reverse order: each service finishes before the one started before it is asked.
             for index in signals.indices.reversed() where !finished.contains(index) {
-                logger.debug("stopping", ["service": services[index].name])
+                logger.debug("stopping", metadata: ["service": "\(services[index].name)"])
                 signals[index].trigger()
                 while !finished.contains(index), let event = await group.next() { record(event) }
-                logger.debug("stopped", ["service": services[index].name])
+                logger.debug("stopped", metadata: ["service": "\(services[index].name)"])
             }
             requested.trigger()  // ends the waiter above if a failure came first
             return failure

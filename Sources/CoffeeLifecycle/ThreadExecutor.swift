@@ -128,7 +128,7 @@ public final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
                     }
                 } catch {
                     // Runs at normal priority: slower for the rest, never wrong.
-                    Logger(label: "executor").warning("could not lower the thread's priority", ["error": "\(error)"])
+                    Logger(label: "executor").warning("could not lower the thread's priority", metadata: ["error": "\(error)"])
                 }
             }
             self.loop()

@@ -12,7 +12,29 @@ public struct Logger: Sendable {
         public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rank < rhs.rank }
     }
 
-    public typealias Metadata = [String: String]
+    /// Key-value pairs beside a message: `metadata: ["file": "\(name)"]`.
+    public typealias Metadata = [String: MetadataValue]
+
+    /// A metadata value: text, written as a string literal or interpolation
+    /// (as swift-log's `Logger.MetadataValue` is, which has more cases).
+    public enum MetadataValue: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByStringInterpolation,
+        CustomStringConvertible
+    {
+        case string(String)
+
+        public init(stringLiteral value: String) { self = .string(value) }
+        public var description: String {
+            switch self {
+            case .string(let text): text
+            }
+        }
+    }
+
+    /// A log message: a string literal or interpolation (swift-log's `Logger.Message`).
+    public struct Message: Sendable, ExpressibleByStringLiteral, ExpressibleByStringInterpolation, CustomStringConvertible {
+        public let description: String
+        public init(stringLiteral value: String) { description = value }
+    }
 
     public let label: String
     public var metadata: Metadata
@@ -24,25 +46,41 @@ public struct Logger: Sendable {
 
     /// Logs `message` when `level` is at or above the system's threshold.
     ///
-    /// The message is an autoclosure so that a filtered-out line costs nothing.
-    public func log(
-        _ level: Level, _ message: @autoclosure () -> String, _ metadata: @autoclosure () -> Metadata = [:]
-    ) {
+    /// The message and metadata are autoclosures, so that a filtered-out
+    /// line costs nothing. The signatures are swift-log's (less `source`,
+    /// `file`, `function` and `line`), so call sites would compile against it.
+    public func log(level: Level, _ message: @autoclosure () -> Message, metadata: @autoclosure () -> Metadata? = nil) {
         let system = LoggingSystem.shared
         guard level >= system.level else { return }
         var merged = self.metadata
-        for (key, value) in metadata() { merged[key] = value }
+        for (key, value) in metadata() ?? [:] { merged[key] = value }
         system.handler.emit(
-            LogRecord(date: Date(), level: level, label: label, message: message(), metadata: merged))
+            LogRecord(
+                date: Date(), level: level, label: label, message: message().description,
+                metadata: merged.mapValues(\.description)))
     }
 
-    public func trace(_ m: @autoclosure () -> String, _ md: @autoclosure () -> Metadata = [:]) { log(.trace, m(), md()) }
-    public func debug(_ m: @autoclosure () -> String, _ md: @autoclosure () -> Metadata = [:]) { log(.debug, m(), md()) }
-    public func info(_ m: @autoclosure () -> String, _ md: @autoclosure () -> Metadata = [:]) { log(.info, m(), md()) }
-    public func notice(_ m: @autoclosure () -> String, _ md: @autoclosure () -> Metadata = [:]) { log(.notice, m(), md()) }
-    public func warning(_ m: @autoclosure () -> String, _ md: @autoclosure () -> Metadata = [:]) { log(.warning, m(), md()) }
-    public func error(_ m: @autoclosure () -> String, _ md: @autoclosure () -> Metadata = [:]) { log(.error, m(), md()) }
-    public func critical(_ m: @autoclosure () -> String, _ md: @autoclosure () -> Metadata = [:]) { log(.critical, m(), md()) }
+    public func trace(_ message: @autoclosure () -> Message, metadata: @autoclosure () -> Metadata? = nil) {
+        log(level: .trace, message(), metadata: metadata())
+    }
+    public func debug(_ message: @autoclosure () -> Message, metadata: @autoclosure () -> Metadata? = nil) {
+        log(level: .debug, message(), metadata: metadata())
+    }
+    public func info(_ message: @autoclosure () -> Message, metadata: @autoclosure () -> Metadata? = nil) {
+        log(level: .info, message(), metadata: metadata())
+    }
+    public func notice(_ message: @autoclosure () -> Message, metadata: @autoclosure () -> Metadata? = nil) {
+        log(level: .notice, message(), metadata: metadata())
+    }
+    public func warning(_ message: @autoclosure () -> Message, metadata: @autoclosure () -> Metadata? = nil) {
+        log(level: .warning, message(), metadata: metadata())
+    }
+    public func error(_ message: @autoclosure () -> Message, metadata: @autoclosure () -> Metadata? = nil) {
+        log(level: .error, message(), metadata: metadata())
+    }
+    public func critical(_ message: @autoclosure () -> Message, metadata: @autoclosure () -> Metadata? = nil) {
+        log(level: .critical, message(), metadata: metadata())
+    }
 }
 
 /// One log event, as handed to a `LogHandler`.
@@ -51,9 +89,9 @@ public struct LogRecord: Sendable {
     public let level: Logger.Level
     public let label: String
     public let message: String
-    public let metadata: Logger.Metadata
+    public let metadata: [String: String]
 
-    public init(date: Date, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata) {
+    public init(date: Date, level: Logger.Level, label: String, message: String, metadata: [String: String]) {
         self.date = date
         self.level = level
         self.label = label

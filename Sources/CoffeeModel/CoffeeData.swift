@@ -14,7 +14,7 @@ public actor CoffeeData {
     public nonisolated let model: CaffeineModel
     private let clock: any WallClock
     private let cache: ModelCache?
-    private let logger = Logger(label: "model")
+    private let logger: Logger
 
     /// The current drinks: the last `CaffeineModel.retention` and any
     /// dated in the future (which count once their time comes), summed per
@@ -33,7 +33,8 @@ public actor CoffeeData {
     /// refresh is due; what `ModelService` waits on between rounds.
     public nonisolated let arrivals: AsyncStream<Void>
 
-    public init(model: CaffeineModel, clock: any WallClock, cache: ModelCache?) {
+    public init(model: CaffeineModel, clock: any WallClock, cache: ModelCache?, logger: Logger = Logger(label: "model")) {
+        self.logger = logger
         self.model = model
         self.clock = clock
         self.cache = cache

@@ -46,7 +46,7 @@ public actor ModelCache: Service {
     private var savedValue: Snapshot?
     /// Files written so far.
     public private(set) var writes = 0
-    private let logger = Logger(label: "model-cache")
+    private let logger: Logger
 
     /// - Parameters:
     ///   - interval: at most one write per interval (default 15 s). The
@@ -56,7 +56,10 @@ public actor ModelCache: Service {
     ///     service 4% of a core for nothing the store does not already hold.
     ///   - costFactor: a write waits at least this many times as long as the
     ///     last one took (default 100: at most about 1% of a core).
-    public init(url: URL, interval: Duration = .seconds(15), costFactor: Double = 100) {
+    public init(
+        url: URL, interval: Duration = .seconds(15), costFactor: Double = 100, logger: Logger = Logger(label: "model-cache")
+    ) {
+        self.logger = logger
         self.url = url
         self.interval = interval
         self.costFactor = costFactor
@@ -111,7 +114,7 @@ public actor ModelCache: Service {
         do {
             data = try Data(contentsOf: url)
         } catch {
-            logger.info("no model cache; it will be rebuilt from the store", ["path": url.path])
+            logger.info("no model cache; it will be rebuilt from the store", metadata: ["path": "\(url.path)"])
             return nil
         }
         do {
@@ -122,7 +125,7 @@ public actor ModelCache: Service {
         } catch {
             logger.warning(
                 "model cache is unreadable; rebuilding it from the store",
-                ["path": url.path, "error": BatchDecoder.describe(error)])
+                metadata: ["path": "\(url.path)", "error": "\(BatchDecoder.describe(error))"])
             return nil
         }
     }
@@ -148,7 +151,7 @@ public actor ModelCache: Service {
             return true
         } catch {
             // The store is the truth; a lost cache is only rebuilt at start-up.
-            logger.error("could not save the model cache", ["path": url.path, "error": "\(error)"])
+            logger.error("could not save the model cache", metadata: ["path": "\(url.path)", "error": "\(error)"])
             return false
         }
     }

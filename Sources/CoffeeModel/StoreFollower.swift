@@ -16,11 +16,15 @@ public actor StoreFollower {
     private let model: CoffeeData
     private let cache: ModelCache?
     private let clock: any WallClock
-    private let logger = Logger(label: "follower")
+    private let logger: Logger
     /// Beyond this many changes behind, rebuilding the window is cheaper than replaying.
     private let replayLimit: Int64
 
-    public init(store: HealthStore, model: CoffeeData, cache: ModelCache?, clock: any WallClock, replayLimit: Int64 = 50_000) {
+    public init(
+        store: HealthStore, model: CoffeeData, cache: ModelCache?, clock: any WallClock, replayLimit: Int64 = 50_000,
+        logger: Logger = Logger(label: "follower")
+    ) {
+        self.logger = logger
         self.store = store
         self.model = model
         self.cache = cache
@@ -35,7 +39,8 @@ public actor StoreFollower {
             await model.reset(drinks: saved.drinks, anchor: saved.anchor)
             do {
                 try await loadNewData()
-                logger.info("model loaded from cache", ["anchor": "\(saved.anchor)", "drinks": "\(saved.drinks.count)"])
+                logger.info(
+                    "model loaded from cache", metadata: ["anchor": "\(saved.anchor)", "drinks": "\(saved.drinks.count)"])
                 return
             } catch let error as StoreError where error.isAnchorExpired {
                 logger.notice("model cache is older than the store's tombstones; rebuilding")
@@ -49,7 +54,7 @@ public actor StoreFollower {
         let since = clock.now() - CaffeineModel.retention
         let (drinks, anchor) = try await store.window(datedFrom: since)
         await model.reset(drinks: drinks, anchor: anchor)
-        logger.info("model rebuilt from the store", ["anchor": "\(anchor)", "drinks": "\(drinks.count)"])
+        logger.info("model rebuilt from the store", metadata: ["anchor": "\(anchor)", "drinks": "\(drinks.count)"])
     }
 
     /// Applies every change after the model's anchor: the seed's `loadNewDataFromHealthKit`.
@@ -86,7 +91,7 @@ public actor StoreFollower {
             case .gap: try await loadNewData()
             }
         } catch {
-            logger.error("could not catch up with the store", ["error": "\(error)"])
+            logger.error("could not catch up with the store", metadata: ["error": "\(error)"])
         }
     }
 }

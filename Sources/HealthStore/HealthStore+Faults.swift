@@ -36,7 +36,7 @@ extension HealthStore {
         faulted.store(true, ordering: .releasing)
         logger.error(
             "the store cannot write; holding the bus's input and answering writes unavailable until it can",
-            ["fault": reason, "path": configuration.path])
+            metadata: ["fault": "\(reason)", "path": "\(configuration.path)"])
         Task { await self.retryWhileFaulted() }
     }
 
@@ -44,7 +44,7 @@ extension HealthStore {
         guard let reason = fault else { return }
         fault = nil
         faulted.store(false, ordering: .releasing)
-        logger.notice("the store writes again", ["was": reason, "held": "\(queue.pending.count)"])
+        logger.notice("the store writes again", metadata: ["was": "\(reason)", "held": "\(queue.pending.count)"])
         if !queue.isEmpty { commitPending() }
         let waiters = recoveryWaiters
         recoveryWaiters = []
@@ -66,7 +66,7 @@ extension HealthStore {
                     leaveFault()
                 } catch {
                     if Self.storageFault(error) == nil {
-                        logger.error("the store's probe write failed", ["error": "\(error)"])
+                        logger.error("the store's probe write failed", metadata: ["error": "\(error)"])
                     }
                 }
             }

@@ -12,14 +12,14 @@ extension HealthStore: Service {
         do {
             try purgeTombstones()
         } catch {
-            logger.error("tombstone purge failed", ["error": "\(error)"])
+            logger.error("tombstone purge failed", metadata: ["error": "\(error)"])
         }
     }
 
     public nonisolated func run() async throws {
         await repeatUntilShutdown(every: configuration.purgeInterval, on: configuration.timerClock) {
             do { try await self.purgeTombstones() } catch {
-                self.logger.error("tombstone purge failed", ["error": "\(error)"])
+                self.logger.error("tombstone purge failed", metadata: ["error": "\(error)"])
             }
         }
         await close()
@@ -40,7 +40,7 @@ extension HealthStore: Service {
             // The records' highest anchor may have gone with them: the
             // anchor is kept here so it never goes back (`HealthStore.init`).
             try statements.setMeta("anchor", currentAnchor)
-            logger.info("purged tombstones", ["count": "\(removed)", "purgedAnchor": "\(purgedAnchor)"])
+            logger.info("purged tombstones", metadata: ["count": "\(removed)", "purgedAnchor": "\(purgedAnchor)"])
             return removed
         }
     }

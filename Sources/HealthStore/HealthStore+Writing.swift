@@ -95,7 +95,7 @@ extension HealthStore {
         case .failed(let error):
             switch queue.commitFailed(taken.entries) {
             case .fail(let entry):
-                logger.error("commit failed", ["error": "\(error)", "changes": "\(entry.changes)"])
+                logger.error("commit failed", metadata: ["error": "\(error)", "changes": "\(entry.changes)"])
                 entry.waiter.completion(.failure(error))
             case .retryEachAlone(let entries):
                 for entry in entries { commitAlone(entry) }
@@ -118,7 +118,7 @@ extension HealthStore {
         case .storageFault(let reason):
             holdOrFail([entry], reason)
         case .failed(let error):
-            logger.error("commit failed", ["error": "\(error)", "changes": "\(item.batch.count)"])
+            logger.error("commit failed", metadata: ["error": "\(error)", "changes": "\(item.batch.count)"])
             item.completion(.failure(error))
         }
     }

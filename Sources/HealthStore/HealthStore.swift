@@ -55,7 +55,7 @@ public actor HealthStore {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     let configuration: Configuration
-    let logger = Logger(label: "store")
+    let logger: Logger
     var db: Database?
     let statements: Statements
 
@@ -101,7 +101,8 @@ public actor HealthStore {
     ///
     /// - Throws: `StoreError` when the file is corrupt, not ours, or from a
     ///   newer version; `SQLiteError` when it cannot be opened at all.
-    public init(configuration: Configuration) throws {
+    public init(configuration: Configuration, logger: Logger = Logger(label: "store")) throws {
+        self.logger = logger
         let db = try Database(path: configuration.path)
         do {
             // One process owns the store: the lock is taken at the first read

@@ -25,13 +25,13 @@ extension InboxImporter {
         if attempt.count >= 2 {
             logger.error(
                 "the service stopped twice while importing an inbox file; moving it to failed/",
-                ["file": attempt.name, "attempts": "\(attempt.count)"])
+                metadata: ["file": "\(attempt.name)", "attempts": "\(attempt.count)"])
             refuse(attempt.name, InboxFileError(Self.crashLoopError))
             attempts.clear()
         } else {
             logger.warning(
                 "the service stopped while importing an inbox file; trying it once more",
-                ["file": attempt.name])
+                metadata: ["file": "\(attempt.name)"])
         }
     }
 
@@ -48,10 +48,10 @@ extension InboxImporter {
             try attempts.begin(attempt)
         } catch {
             // Not the file's fault: it is imported all the same, unguarded.
-            logger.error("cannot record the inbox import about to begin", ["file": name, "error": "\(error)"])
+            logger.error("cannot record the inbox import about to begin", metadata: ["file": "\(name)", "error": "\(error)"])
         }
         if name == dieWhileImporting {
-            logger.warning("test hook: dying while importing", ["file": name])
+            logger.warning("test hook: dying while importing", metadata: ["file": "\(name)"])
             kill(getpid(), SIGKILL)
         }
         return nil

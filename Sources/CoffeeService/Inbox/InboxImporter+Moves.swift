@@ -37,9 +37,9 @@ extension InboxImporter {
             members.append(("at", .string(RFC3339.string(Date()))))
             try DurableFile.write(
                 JSONValue.object(members).data(), to: failed.appendingPathComponent(moved + ".error.json"))
-            logger.warning("refused inbox file", ["file": name, "error": error.message])
+            logger.warning("refused inbox file", metadata: ["file": "\(name)", "error": "\(error.message)"])
         } catch {
-            logger.error("could not move a refused file to failed/", ["file": name, "error": "\(error)"])
+            logger.error("could not move a refused file to failed/", metadata: ["file": "\(name)", "error": "\(error)"])
         }
     }
 

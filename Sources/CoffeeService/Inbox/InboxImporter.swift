@@ -48,7 +48,7 @@ public actor InboxImporter {
     private let store: HealthStore
     let counters: ServiceCounters
     private let clock: any WallClock
-    let logger = Logger(label: "inbox")
+    let logger: Logger
     let dieWhileImporting: String?
     private var maxFileBytes: Int { configuration.maxFileBytes }
     private var settleTime: TimeInterval { configuration.settleTime }
@@ -57,8 +57,9 @@ public actor InboxImporter {
 
     public init(
         configuration: Configuration, parser: InboxFileParser, store: HealthStore, counters: ServiceCounters,
-        clock: any WallClock
+        clock: any WallClock, logger: Logger = Logger(label: "inbox")
     ) {
+        self.logger = logger
         self.configuration = configuration
         self.inbox = configuration.inbox
         self.parser = parser
@@ -96,7 +97,8 @@ public actor InboxImporter {
                 if !isRegular && !names.contains(name) { names.append(name) }
             case .rescan: rescan = true
             case .folderGone:
-                logger.warning("inbox folder was removed or replaced; recreating it and rescanning", ["path": inbox.path])
+                logger.warning(
+                    "inbox folder was removed or replaced; recreating it and rescanning", metadata: ["path": "\(inbox.path)"])
                 try? prepare()
                 rescan = true
             }
@@ -115,7 +117,7 @@ public actor InboxImporter {
         do {
             entries = try InboxNames.list(inbox.path)
         } catch {
-            logger.error("cannot list the inbox; the sweep looks again", ["error": "\(error)"])
+            logger.error("cannot list the inbox; the sweep looks again", metadata: ["error": "\(error)"])
             return
         }
         var names: [String] = []
@@ -140,7 +142,9 @@ public actor InboxImporter {
             try Syscall.call("lstat", url.path) { lstat(url.path, &info) }
         } catch {
             // ENOENT: already moved, a repeated event; anything else is the next scan's.
-            if error.errno != ENOENT { logger.error("cannot look at an inbox file", ["file": name, "error": "\(error)"]) }
+            if error.errno != ENOENT {
+                logger.error("cannot look at an inbox file", metadata: ["file": "\(name)", "error": "\(error)"])
+            }
             return
         }
         let kind = info.st_mode & S_IFMT
@@ -191,7 +195,8 @@ public actor InboxImporter {
         } catch {
             // Not the file's fault: it stays, and is tried again once the
             // store can write (after the bus's held batches).
-            logger.error("could not store an inbox file; it stays in the inbox", ["file": name, "error": "\(error)"])
+            logger.error(
+                "could not store an inbox file; it stays in the inbox", metadata: ["file": "\(name)", "error": "\(error)"])
             scheduleRetryWhenWritable()
             return
         }
@@ -203,13 +208,13 @@ public actor InboxImporter {
             ServiceCounters.bump(counters.filesProcessed)
             logger.info(
                 "imported",
-                [
-                    "file": name, "added": "\(result.added)", "duplicates": "\(result.duplicates)",
+                metadata: [
+                    "file": "\(name)", "added": "\(result.added)", "duplicates": "\(result.duplicates)",
                     "deleted": "\(result.deleted)", "anchor": "\(result.anchor)",
-                    "seconds": String(format: "%.3f", Date().timeIntervalSince(started)),
+                    "seconds": "\(String(format: "%.3f", Date().timeIntervalSince(started)))",
                 ])
         } catch {
-            logger.error("imported but could not move to processed/", ["file": name, "error": "\(error)"])
+            logger.error("imported but could not move to processed/", metadata: ["file": "\(name)", "error": "\(error)"])
         }
     }
 

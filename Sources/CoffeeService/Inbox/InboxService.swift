@@ -21,14 +21,16 @@ public final class InboxService: Service {
     private let sweepInterval: Duration
     private let clock: any Clock<Duration>
     private let watcher = Mutex<InboxWatcher?>(nil)
-    private let logger = Logger(label: "inbox")
+    private let logger: Logger
 
     /// `inbox.sweepIntervalS`'s default.
     public static let defaultSweepInterval: Duration = .seconds(10)
 
     public init(
-        importer: InboxImporter, sweepInterval: Duration = defaultSweepInterval, clock: any Clock<Duration> = ContinuousClock()
+        importer: InboxImporter, sweepInterval: Duration = defaultSweepInterval, clock: any Clock<Duration> = ContinuousClock(),
+        logger: Logger = Logger(label: "inbox")
     ) {
+        self.logger = logger
         self.importer = importer
         self.sweepInterval = sweepInterval
         self.clock = clock
@@ -61,7 +63,7 @@ public final class InboxService: Service {
                     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
                     try watcher.rewatch(directory)
                 } catch {
-                    logger.error("cannot recreate the inbox; the sweep looks for it again", ["error": "\(error)"])
+                    logger.error("cannot recreate the inbox; the sweep looks for it again", metadata: ["error": "\(error)"])
                 }
             }
         }

@@ -96,7 +96,7 @@ public final class InboxWatcher: Sendable {
                 }
             } catch {
                 // The descriptor is broken: events may have been lost, so look at everything.
-                Logger(label: "inbox").error("cannot read inbox events; rescanning", ["error": "\(error)"])
+                Logger(label: "inbox").error("cannot read inbox events; rescanning", metadata: ["error": "\(error)"])
                 events.append(.rescan)
             }
             if !events.isEmpty { handler(events) }

@@ -62,7 +62,7 @@ public final class IngestEndpoint: Service {
     private let counters: ServiceCounters
     private let deadLetters: DeadLetterFile
     private let endpoints = Mutex<[String]>([])
-    private let logger = Logger(label: "ingest")
+    private let logger: Logger
     private let warnings = RateLimiter(interval: 1)
     /// The admitted clients, checked per message under CURVE (a key removed
     /// by a reload keeps its connection until it reconnects).
@@ -71,8 +71,10 @@ public final class IngestEndpoint: Service {
     /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
     public init(
         configuration: Configuration, context: ZMQContext, store: HealthStore, decoder: BatchDecoder,
-        deadLetters: DeadLetterFile, counters: ServiceCounters, clock: any WallClock, registry: ClientRegistry? = nil
+        deadLetters: DeadLetterFile, counters: ServiceCounters, clock: any WallClock, registry: ClientRegistry? = nil,
+        logger: Logger = Logger(label: "ingest")
     ) throws {
+        self.logger = logger
         self.registry = registry
         self.configuration = configuration
         self.context = context
@@ -109,7 +111,7 @@ public final class IngestEndpoint: Service {
             try sockets[0].secure(configuration.curve)
             let bound = try sockets[0].bind(all: configuration.bind)
             self.endpoints.withLock { $0 = bound }
-            for endpoint in bound { logger.info("ingest endpoint listening", ["endpoint": endpoint]) }
+            for endpoint in bound { logger.info("ingest endpoint listening", metadata: ["endpoint": "\(endpoint)"]) }
             var plain: ZMQSocket?
             for entry in configuration.connect {
                 let socket: ZMQSocket
@@ -125,7 +127,9 @@ public final class IngestEndpoint: Service {
                     sockets.append(socket)
                 }
                 try socket.connect(entry.endpoint)
-                logger.info("ingest connecting", ["endpoint": entry.endpoint, "curve": entry.serverKey == nil ? "no" : "yes"])
+                logger.info(
+                    "ingest connecting",
+                    metadata: ["endpoint": "\(entry.endpoint)", "curve": "\(entry.serverKey == nil ? "no" : "yes")"])
             }
             let authenticated = configuration.curve != nil
             var nextDeadLetterRetry = ContinuousClock.now
@@ -174,7 +178,8 @@ public final class IngestEndpoint: Service {
         if store.isFaulted {
             // The batches it took are held in memory: give the storage a
             // few seconds to come back before they are lost with the process.
-            logger.warning("draining while the store cannot write; waiting up to 10 s for it", ["held": "\(store.backlog)"])
+            logger.warning(
+                "draining while the store cannot write; waiting up to 10 s for it", metadata: ["held": "\(store.backlog)"])
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.store.waitUntilWritable() }
                 group.addTask { try? await Task.sleep(for: .seconds(10)) }
@@ -183,7 +188,8 @@ public final class IngestEndpoint: Service {
             }
             await store.commitPending()
             if store.backlog > 0 {
-                logger.error("bus input taken but not stored: the store could not write", ["changes": "\(store.backlog)"])
+                logger.error(
+                    "bus input taken but not stored: the store could not write", metadata: ["changes": "\(store.backlog)"])
             }
         }
         writeHeldDeadLetters()
@@ -290,7 +296,7 @@ public final class IngestEndpoint: Service {
                 ServiceCounters.bump(counters.stored, by: r.added + r.deleted + r.unknown)
                 ServiceCounters.bump(counters.duplicates, by: r.duplicates)
             case .failure(let error):
-                logger.error("bus batch not stored", ["error": "\(error)", "changes": "\(batch.count)"])
+                logger.error("bus batch not stored", metadata: ["error": "\(error)", "changes": "\(batch.count)"])
             }
         }
     }
@@ -303,13 +309,13 @@ public final class IngestEndpoint: Service {
         } catch {
             logger.error(
                 "could not write the dead-letter file; holding the entries to write later",
-                ["error": "\(error)", "path": deadLetters.path, "held": "\(deadLetters.pendingCount)"])
+                metadata: ["error": "\(error)", "path": "\(deadLetters.path)", "held": "\(deadLetters.pendingCount)"])
         }
         let suppressed = warnings.allow(count: entries.count)
         if let suppressed {
             logger.warning(
                 "rejected bus message",
-                ["reason": entries[0].reason, "topic": entries[0].topic, "suppressed": "\(suppressed)"])
+                metadata: ["reason": "\(entries[0].reason)", "topic": "\(entries[0].topic)", "suppressed": "\(suppressed)"])
         }
     }
 
@@ -317,7 +323,7 @@ public final class IngestEndpoint: Service {
         guard deadLetters.hasPending else { return }
         do {
             try deadLetters.append([])
-            logger.notice("wrote the held dead letters", ["path": deadLetters.path])
+            logger.notice("wrote the held dead letters", metadata: ["path": "\(deadLetters.path)"])
         } catch {}  // still failing: logged when it began
     }
 

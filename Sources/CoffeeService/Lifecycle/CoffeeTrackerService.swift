@@ -26,7 +26,7 @@ public final class CoffeeTrackerService: Sendable {
     private let clock: any WallClock
     private let counters = ServiceCounters()
     private let notifier: SystemdNotifier
-    private let logger = Logger(label: "service")
+    private let logger: Logger
     /// Starting, ready, draining: what `/readyz` and systemd are told.
     private let phase = ServicePhase()
     /// Test hooks (`COFFEE_TRACKER_TEST_HOOKS=1`): SIGUSR1 stalls the
@@ -37,8 +37,9 @@ public final class CoffeeTrackerService: Sendable {
 
     public init(
         configuration: ServiceConfiguration, configurationPath: String? = nil, clock: any WallClock = SystemClock(),
-        notifier: SystemdNotifier = SystemdNotifier()
+        notifier: SystemdNotifier = SystemdNotifier(), logger: Logger = Logger(label: "service")
     ) {
+        self.logger = logger
         self.configuration = configuration
         self.configurationPath = configurationPath
         self.clock = clock
@@ -92,7 +93,7 @@ public final class CoffeeTrackerService: Sendable {
             if Task.isCancelled { return }
             phase.enterDraining()
             notifier.notify("STOPPING=1", "STATUS=draining")
-            logger.notice("draining", ["signal": last.map(SignalStream.name) ?? "end of input"])
+            logger.notice("draining", metadata: ["signal": "\(last.map(SignalStream.name) ?? "end of input")"])
             group.triggerGracefulShutdown()
         }
         defer { signals.cancel() }
@@ -103,7 +104,10 @@ public final class CoffeeTrackerService: Sendable {
                 self.phase.enterReady()
                 self.notifier.notify("READY=1", "STATUS=" + (await self.status(parts)))
                 self.logger.notice(
-                    "ready", ["anchor": "\(anchor)", "store": c.storePath, "pid": "\(ProcessInfo.processInfo.processIdentifier)"])
+                    "ready",
+                    metadata: [
+                        "anchor": "\(anchor)", "store": "\(c.storePath)", "pid": "\(ProcessInfo.processInfo.processIdentifier)",
+                    ])
             }
         } catch let error as ServiceGroupError {
             // A part that could not start says why in its own words (a taken
@@ -119,7 +123,7 @@ public final class CoffeeTrackerService: Sendable {
         let anchor = await parts.model.anchor
         logger.notice(
             "stopped",
-            [
+            metadata: [
                 "anchor": "\(anchor)", "received": "\(counters.received.value)", "stored": "\(counters.stored.value)",
                 "duplicates": "\(counters.duplicates.value)", "rejected": "\(counters.rejected.value)",
             ])
@@ -280,7 +284,7 @@ public final class CoffeeTrackerService: Sendable {
         do {
             try DurableFile.write(json.data(), to: URL(fileURLWithPath: configuration.endpointsPath))
         } catch {
-            logger.warning("could not write endpoints file", ["error": "\(error)"])
+            logger.warning("could not write endpoints file", metadata: ["error": "\(error)"])
         }
     }
 }

@@ -10,9 +10,13 @@ struct ConfigurationReload {
     /// The clients directory, under `security.curve`.
     let registry: ClientRegistry?
     let notifier: SystemdNotifier
-    private let logger = Logger(label: "service")
+    private let logger: Logger
 
-    init(running: ServiceConfiguration, path: String?, registry: ClientRegistry?, notifier: SystemdNotifier) {
+    init(
+        running: ServiceConfiguration, path: String?, registry: ClientRegistry?, notifier: SystemdNotifier,
+        logger: Logger = Logger(label: "service")
+    ) {
+        self.logger = logger
         self.running = running
         self.path = path
         self.registry = registry
@@ -31,24 +35,26 @@ struct ConfigurationReload {
                 ?? ConfigurationLoader.defaults(relativeTo: FileManager.default.currentDirectoryPath)
             if fresh.log.level != LoggingSystem.shared.level {
                 LoggingSystem.shared.setLevel(fresh.log.level)
-                logger.notice("log level changed", ["level": fresh.log.level.rawValue])
+                logger.notice("log level changed", metadata: ["level": "\(fresh.log.level.rawValue)"])
             }
             var stale = running
             stale.log.level = fresh.log.level
             let changed = fresh.changedKeys(comparedTo: stale)
             if !changed.isEmpty {
                 logger.warning(
-                    "configuration keys changed that take effect only after a restart", ["keys": changed.joined(separator: ",")])
+                    "configuration keys changed that take effect only after a restart",
+                    metadata: ["keys": "\(changed.joined(separator: ","))"])
             }
         } catch {
-            logger.error("could not read the configuration again; nothing changed", ["error": "\(error)"])
+            logger.error("could not read the configuration again; nothing changed", metadata: ["error": "\(error)"])
         }
         guard let registry else { return }
         do {
             let count = try registry.reload()
-            logger.notice("reloaded the clients directory", ["clients": "\(count)", "directory": registry.directory])
+            logger.notice(
+                "reloaded the clients directory", metadata: ["clients": "\(count)", "directory": "\(registry.directory)"])
         } catch {
-            logger.error("could not reload the clients directory; keeping the old list", ["error": "\(error)"])
+            logger.error("could not reload the clients directory; keeping the old list", metadata: ["error": "\(error)"])
         }
     }
 }

@@ -41,9 +41,10 @@ public final class HTTPEndpoint: Service {
     private let bound = Mutex<String?>(nil)
     /// Triggered when the thread has closed its sockets.
     private let finished = ShutdownSignal()
-    private let logger = Logger(label: "http")
+    private let logger: Logger
 
-    public init(configuration: Configuration, route: @escaping Route) throws {
+    public init(configuration: Configuration, route: @escaping Route, logger: Logger = Logger(label: "http")) throws {
+        self.logger = logger
         self.configuration = configuration
         self.route = route
         mailbox = try Mailbox()
@@ -65,7 +66,7 @@ public final class HTTPEndpoint: Service {
             finished.trigger()
         }
         thread.start()
-        logger.info("http endpoint listening", ["address": boundAddress ?? configuration.bind])
+        logger.info("http endpoint listening", metadata: ["address": "\(boundAddress ?? configuration.bind)"])
     }
 
     public func run() async throws {

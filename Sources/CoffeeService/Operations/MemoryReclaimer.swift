@@ -66,15 +66,16 @@ public final class MemoryReclaimer: Service {
     private let interval: Duration
     private let growthBeforeTrim: Int
     private let clock: any Clock<Duration>
-    private let logger = Logger(label: "memory")
+    private let logger: Logger
     /// The floor growth is counted from (see `reclaimIfGrown`).
     private let baseline = Atomic<Int>(0)
     private let trims = Atomic<Int>(0)
 
     public init(
         allocator: Allocator = .glibc, interval: Duration = .seconds(5), growthBeforeTrim: Int = 8 << 20,
-        clock: any Clock<Duration> = ContinuousClock()
+        clock: any Clock<Duration> = ContinuousClock(), logger: Logger = Logger(label: "memory")
     ) {
+        self.logger = logger
         self.allocator = allocator
         self.interval = interval
         self.growthBeforeTrim = growthBeforeTrim
@@ -106,6 +107,6 @@ public final class MemoryReclaimer: Service {
         let after = allocator.residentBytes()
         baseline.store(before - after < 1 << 20 ? after : min(floor, after), ordering: .relaxed)
         trims.add(1, ordering: .relaxed)
-        logger.debug("gave memory back", ["rssBefore": "\(before >> 20) MiB", "rssAfter": "\(after >> 20) MiB"])
+        logger.debug("gave memory back", metadata: ["rssBefore": "\(before >> 20) MiB", "rssAfter": "\(after >> 20) MiB"])
     }
 }

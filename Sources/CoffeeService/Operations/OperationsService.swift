@@ -20,13 +20,15 @@ public final class OperationsService: Service {
     private let status: @Sendable () async -> String
     private let statusInterval: Duration
     private let clock: any Clock<Duration>
-    private let logger = Logger(label: "systemd")
+    private let logger: Logger
     private let warnings = RateLimiter(interval: 10)
 
     public init(
         notifier: SystemdNotifier, probes: [Probe], statusInterval: Duration = .seconds(5),
-        clock: any Clock<Duration> = ContinuousClock(), status: @escaping @Sendable () async -> String
+        clock: any Clock<Duration> = ContinuousClock(), status: @escaping @Sendable () async -> String,
+        logger: Logger = Logger(label: "systemd")
     ) {
+        self.logger = logger
         self.notifier = notifier
         self.probes = probes
         self.status = status
@@ -57,7 +59,7 @@ public final class OperationsService: Service {
                         } else if let suppressed = self.warnings.allow(count: 1) {
                             self.logger.error(
                                 "not feeding the watchdog: parts do not answer",
-                                ["parts": silent.joined(separator: ","), "suppressed": "\(suppressed)"])
+                                metadata: ["parts": "\(silent.joined(separator: ","))", "suppressed": "\(suppressed)"])
                         }
                     }
                 }

@@ -21,9 +21,10 @@ public final class SystemdNotifier: Sendable {
     /// How often systemd wants `WATCHDOG=1` (`WATCHDOG_USEC`, when
     /// `WATCHDOG_PID` is unset or this process); nil for no watchdog.
     public let watchdogInterval: Duration?
-    private let logger = Logger(label: "systemd")
+    private let logger: Logger
 
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = Logger(label: "systemd")) {
+        self.logger = logger
         socketPath = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
         let forUs = environment["WATCHDOG_PID"].map { Int32($0) == getpid() } ?? true
         if forUs, let usec = environment["WATCHDOG_USEC"].flatMap(Int64.init), usec > 0 {
@@ -42,7 +43,7 @@ public final class SystemdNotifier: Sendable {
         do {
             try send(lines.joined(separator: "\n"), to: socketPath)
         } catch {
-            logger.warning("could not notify systemd", ["error": "\(error)", "socket": socketPath])
+            logger.warning("could not notify systemd", metadata: ["error": "\(error)", "socket": "\(socketPath)"])
         }
     }
 

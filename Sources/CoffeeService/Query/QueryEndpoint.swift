@@ -41,10 +41,13 @@ public final class QueryEndpoint: Service {
     private let inFlight = Atomic<Int>(0)
     private let draining = Atomic<Bool>(false)
     private let endpoints = Mutex<[String]>([])
-    private let logger = Logger(label: "query")
+    private let logger: Logger
 
     /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
-    public init(configuration: Configuration, context: ZMQContext, handler: QueryHandler) throws {
+    public init(configuration: Configuration, context: ZMQContext, handler: QueryHandler, logger: Logger = Logger(label: "query"))
+        throws
+    {
+        self.logger = logger
         self.configuration = configuration
         self.context = context
         self.handler = handler
@@ -69,7 +72,7 @@ public final class QueryEndpoint: Service {
             try socket.secure(configuration.curve)
             let bound = try socket.bind(all: configuration.bind)
             self.endpoints.withLock { $0 = bound }
-            for endpoint in bound { logger.info("query endpoint listening", ["endpoint": endpoint]) }
+            for endpoint in bound { logger.info("query endpoint listening", metadata: ["endpoint": "\(endpoint)"]) }
             return SocketLoop<Reply>.Handler(
                 sockets: [socket],
                 readable: { _ in

@@ -29,15 +29,17 @@ public struct QueryHandler: Sendable {
         /// Through CURVE: the client's name (ZeroMQ's `User-Id`).
         case client(String)
     }
-    private let logger = Logger(label: "query")
+    private let logger: Logger
 
     var caffeine: CaffeineModel { model.model }
 
     public init(
         store: HealthStore, model: CoffeeData, controller: StoreFollower? = nil, validator: DrinkValidator,
         counters: ServiceCounters, clock: any WallClock,
-        maxMessageBytes: Int = IngestEndpoint.Configuration.defaultMaxMessageBytes, registry: ClientRegistry? = nil
+        maxMessageBytes: Int = IngestEndpoint.Configuration.defaultMaxMessageBytes, registry: ClientRegistry? = nil,
+        logger: Logger = Logger(label: "query")
     ) {
+        self.logger = logger
         self.registry = registry
         self.store = store
         self.model = model
@@ -65,7 +67,7 @@ public struct QueryHandler: Sendable {
         } catch let error as StoreError where error.isClosed {
             return QueryError(.unavailable, "the service is shutting down").json.data()
         } catch {
-            logger.error("request failed", ["error": "\(error)"])
+            logger.error("request failed", metadata: ["error": "\(error)"])
             return QueryError(.internal, "\(error)").json.data()
         }
     }

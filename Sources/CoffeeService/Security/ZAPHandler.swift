@@ -23,11 +23,14 @@ public final class ZAPHandler: Service {
     private let registry: ClientRegistry
     private let counters: ServiceCounters
     private let loop: SocketLoop<Int>
-    private let logger = Logger(label: "security")
+    private let logger: Logger
     private let warnings = RateLimiter(interval: 1)
 
     /// - Throws: `SystemCallError` when the loop's mailbox cannot be made.
-    public init(context: ZMQContext, registry: ClientRegistry, counters: ServiceCounters) throws {
+    public init(
+        context: ZMQContext, registry: ClientRegistry, counters: ServiceCounters, logger: Logger = Logger(label: "security")
+    ) throws {
+        self.logger = logger
         self.context = context
         self.registry = registry
         self.counters = counters
@@ -86,8 +89,8 @@ public final class ZAPHandler: Service {
         if let suppressed = warnings.allow(count: 1) {
             logger.warning(
                 "connection denied",
-                [
-                    "endpoint": domain, "key": String(key.prefix(8)), "peer": address, "reason": reason,
+                metadata: [
+                    "endpoint": "\(domain)", "key": "\(String(key.prefix(8)))", "peer": "\(address)", "reason": "\(reason)",
                     "suppressed": "\(suppressed)",
                 ])
         }

@@ -64,13 +64,17 @@ public final class Broadcaster: Service {
     private let anchor = Atomic<Int64>(0)
     private let endpoints = Mutex<[String]>([])
     private let counters: ServiceCounters
-    private let logger = Logger(label: "updates")
+    private let logger: Logger
     /// From an event's arrival at the store to its `changes` message being
     /// handed to ZeroMQ (PROTOCOL.md §9).
     public let publishDelay = Histogram()
 
     /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
-    public init(configuration: Configuration, context: ZMQContext, store: HealthStore, counters: ServiceCounters) throws {
+    public init(
+        configuration: Configuration, context: ZMQContext, store: HealthStore, counters: ServiceCounters,
+        logger: Logger = Logger(label: "updates")
+    ) throws {
+        self.logger = logger
         self.configuration = configuration
         self.context = context
         self.store = store
@@ -100,7 +104,7 @@ public final class Broadcaster: Service {
             try socket.secure(configuration.curve)
             let bound = try socket.bind(all: configuration.bind)
             self.endpoints.withLock { $0 = bound }
-            for endpoint in bound { logger.info("updates endpoint listening", ["endpoint": endpoint]) }
+            for endpoint in bound { logger.info("updates endpoint listening", metadata: ["endpoint": "\(endpoint)"]) }
             let clock = ContinuousClock()
             let interval = configuration.heartbeatInterval
             var nextBeat = clock.now
@@ -226,7 +230,7 @@ public final class Broadcaster: Service {
                 page = try store.changesWaiting(since: previous, limit: pageSize, through: batch.anchor)
             } catch {
                 // Closed or expired: subscribers see the gap and resync.
-                logger.warning("could not page a large commit", ["error": "\(error)", "anchor": "\(batch.anchor)"])
+                logger.warning("could not page a large commit", metadata: ["error": "\(error)", "anchor": "\(batch.anchor)"])
                 return
             }
             sendChanges(
