@@ -14,13 +14,29 @@ import CoffeeLogging
 ///   `run()` throws a `ServiceGroupError` naming the service.
 /// - Cancellation of the task running the group is "stop now": it reaches
 ///   every service at once.
+/// - A drain deadline (`maximumGracefulShutdownDuration`, as
+///   swift-service-lifecycle has it): a graceful shutdown still running
+///   when it passes escalates to cancellation of every service still
+///   running, and `run()` throws a `ServiceGroupError` naming them.
 public final class ServiceGroup: Sendable {
     private let services: [any Service]
     private let requested = ShutdownSignal()
+    private let maximumGracefulShutdownDuration: Duration?
+    private let clock: any Clock<Duration>
     private let logger: Logger
 
-    public init(services: [any Service], logger: Logger = Logger(label: "lifecycle")) {
+    /// - Parameters:
+    ///   - maximumGracefulShutdownDuration: how long a graceful shutdown may
+    ///     take before the services still draining are cancelled; nil waits
+    ///     for ever.
+    ///   - clock: what the deadline is measured on (a `TestClock` in tests).
+    public init(
+        services: [any Service], maximumGracefulShutdownDuration: Duration? = nil,
+        clock: any Clock<Duration> = ContinuousClock(), logger: Logger = Logger(label: "lifecycle")
+    ) {
         self.services = services
+        self.maximumGracefulShutdownDuration = maximumGracefulShutdownDuration
+        self.clock = clock
         self.logger = logger
     }
 
@@ -30,6 +46,7 @@ public final class ServiceGroup: Sendable {
     private enum Event: Sendable {
         case finished(Int, (any Error)?)
         case shutdownRequested
+        case drainDeadline
     }
 
     /// Starts every service, calls `onStarted` once all are up, and returns
@@ -85,13 +102,35 @@ public final class ServiceGroup: Sendable {
                     record(event)
                 }
             }
+            if let limit = maximumGracefulShutdownDuration {
+                group.addTask { [clock] in
+                    try? await clock.sleep(for: limit)
+                    return .drainDeadline
+                }
+            }
             // Reverse order: each service finishes before the one started before it is asked.
+            var cancelled = false
             for index in signals.indices.reversed() where !finished.contains(index) {
                 logger.debug("stopping", metadata: ["service": "\(services[index].name)"])
                 signals[index].trigger()
-                while !finished.contains(index), let event = await group.next() { record(event) }
+                while !finished.contains(index), let event = await group.next() {
+                    guard case .drainDeadline = event else {
+                        record(event)
+                        continue
+                    }
+                    guard !cancelled, !Task.isCancelled else { continue }
+                    cancelled = true
+                    let draining = signals.indices.filter { !finished.contains($0) }.map { services[$0].name }
+                    logger.error(
+                        "the drain passed its deadline; cancelling the services still running",
+                        metadata: ["services": "\(draining.joined(separator: ","))"])
+                    if failure == nil { failure = .drainTimedOut(draining) }
+                    for signal in signals { signal.trigger() }
+                    group.cancelAll()
+                }
                 logger.debug("stopped", metadata: ["service": "\(services[index].name)"])
             }
+            group.cancelAll()  // the deadline's timer, when the drain beat it
             requested.trigger()  // ends the waiter above if a failure came first
             return failure
         }

@@ -5,6 +5,7 @@ public struct ServiceGroupError: Error, CustomStringConvertible {
         case startFailed
         case runFailed
         case finishedEarly
+        case drainTimedOut
     }
     private let code: Code
     /// The service's name.
@@ -21,6 +22,10 @@ public struct ServiceGroupError: Error, CustomStringConvertible {
     static func finishedEarly(_ service: String) -> Self {
         Self(code: .finishedEarly, service: service, underlying: nil)
     }
+    /// The drain passed the group's deadline; `service` names those still running then.
+    static func drainTimedOut(_ services: [String]) -> Self {
+        Self(code: .drainTimedOut, service: services.joined(separator: ", "), underlying: nil)
+    }
 
     /// True when the service failed in `start()`: it never ran.
     public var isStartFailure: Bool { code == .startFailed }
@@ -30,6 +35,7 @@ public struct ServiceGroupError: Error, CustomStringConvertible {
         case .startFailed: "\(service) could not start: \(underlying.map { "\($0)" } ?? "")"
         case .runFailed: "\(service) failed: \(underlying.map { "\($0)" } ?? "")"
         case .finishedEarly: "\(service) stopped on its own before it was asked to"
+        case .drainTimedOut: "the drain passed its deadline; cancelled the services still running: \(service)"
         }
     }
 }

@@ -138,6 +138,47 @@ struct ServiceGroupTests {
         #expect(journal.entries.isEmpty)
     }
 
+    /// A drain that never ends by itself (it waits for cancellation) is
+    /// cancelled at the group's deadline, with every service still running
+    /// (the store, not yet asked, among them), and the error names them.
+    @Test func aDrainPastTheDeadlineIsCancelledAndNamed() async throws {
+        let journal = Journal()
+        struct Hangs: Service {
+            let name = "hangs"
+            let journal: Journal
+            func run() async throws {
+                await gracefulShutdown()
+                while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+                journal.add("cancelled hangs")
+            }
+        }
+        let clock = TestClock()
+        let group = ServiceGroup(
+            services: [MockService(name: "store", journal: journal), Hangs(journal: journal)],
+            maximumGracefulShutdownDuration: .seconds(30), clock: clock)
+        let run = Task { await runThenShutDown(group) }
+        // The deadline's timer sleeps on the test clock: move it past 30 s until the drain ends.
+        var error: (any Error)?
+        for _ in 0..<2000 {
+            clock.advance(by: .seconds(31))
+            try await Task.sleep(for: .milliseconds(5))
+            if journal.entries.contains("stop store") { break }
+        }
+        error = await run.value
+        #expect(Set(journal.entries.suffix(2)) == ["cancelled hangs", "stop store"])
+        #expect("\(error.map { "\($0)" } ?? "")".contains("deadline; cancelled the services still running: store, hangs"))
+    }
+
+    /// Without a deadline passing, the drain is graceful: nothing is cancelled.
+    @Test func aDrainWithinTheDeadlineEndsNormally() async throws {
+        let journal = Journal()
+        let group = ServiceGroup(
+            services: [MockService(name: "a", journal: journal), MockService(name: "b", journal: journal)],
+            maximumGracefulShutdownDuration: .seconds(60))
+        #expect(await runThenShutDown(group) == nil)
+        #expect(journal.entries.suffix(2) == ["stop b", "stop a"])
+    }
+
     @Test func cancellationStopsEveryServiceAtOnce() async throws {
         let journal = Journal()
         let group = ServiceGroup(services: ["a", "b"].map { MockService(name: $0, journal: journal) })

@@ -71,7 +71,9 @@ public final class CoffeeTrackerService: Sendable {
         }
         for warning in security.warnings { logger.warning("\(warning)") }
         let parts = try makeParts(security)
-        let group = ServiceGroup(services: parts.services)
+        // Under the unit's TimeoutStopSec (60 s): a drain that hangs is
+        // cancelled, and the service exits saying so, before systemd kills it.
+        let group = ServiceGroup(services: parts.services, maximumGracefulShutdownDuration: .seconds(50))
         let signals = Task {
             // SIGHUP reloads; SIGINT, SIGTERM (or the stream's end) drain.
             var last: Int32?
