@@ -81,11 +81,7 @@ extension HealthStore {
         let outcome = commit(arrived: work.map(\.arrived).min()) { changes in
             try work.map { try write($0.batch, into: &changes) }
         } delivered: { results in
-            for (item, result) in zip(work, results) {
-                var result = result
-                result.anchor = currentAnchor
-                item.completion(.success(result))
-            }
+            for (item, result) in zip(work, results) { reply(item, result) }
         }
         switch outcome {
         case .committed: break
@@ -109,9 +105,7 @@ extension HealthStore {
         let outcome = commit(arrived: item.arrived) { changes in
             try write(item.batch, into: &changes)
         } delivered: { result in
-            var result = result
-            result.anchor = currentAnchor
-            item.completion(.success(result))
+            reply(item, result)
         }
         switch outcome {
         case .committed: break
@@ -121,6 +115,13 @@ extension HealthStore {
             logger.error("commit failed", metadata: ["error": "\(error)", "changes": "\(item.batch.count)"])
             item.completion(.failure(error))
         }
+    }
+
+    /// Tells a waiter its batch is durable, with the anchor the commit reached.
+    private func reply(_ item: Waiter, _ result: WriteResult) {
+        var result = result
+        result.anchor = currentAnchor
+        item.completion(.success(result))
     }
 
     /// In a storage fault that a commit of `entries` met: the held ones go

@@ -30,24 +30,34 @@ def sync_counter(tmp_path_factory):
     return out
 
 
-def wal_syncs(log):
-    """Successful fsync/fdatasync calls on the store's WAL so far."""
+def counted_service(folder, sync_counter):
+    """The service started with the shim; returns it and the shim's log."""
+    log = Path(folder) / "syncs.log"
+    s = Service(folder)
+    s.env = {"LD_PRELOAD": str(sync_counter), "SYNC_COUNTER_LOG": str(log)}
+    return s.start(), log
+
+
+def synced(log, suffix):
+    """Successful fsync/fdatasync calls on files whose path ends in `suffix`."""
     if not log.exists():
         return 0
     count = 0
     for line in log.read_text().splitlines():
         _call, rest = line.split(" ", 1)
         path, result = rest.rsplit(" ", 1)
-        if path.endswith("coffee-tracker.sqlite-wal") and result == "0":
+        if path.endswith(suffix) and result == "0":
             count += 1
     return count
 
 
+def wal_syncs(log):
+    """Successful fsync/fdatasync calls on the store's WAL so far."""
+    return synced(log, "coffee-tracker.sqlite-wal")
+
+
 def test_each_acknowledged_add_follows_a_sync_of_the_wal(folder, sync_counter):
-    log = Path(folder) / "syncs.log"
-    s = Service(folder)
-    s.env = {"LD_PRELOAD": str(sync_counter), "SYNC_COUNTER_LOG": str(log)}
-    s.start()
+    s, log = counted_service(folder, sync_counter)
     try:
         before = wal_syncs(log)
         for i in range(1, 21):
@@ -126,10 +136,7 @@ def test_sigterm_right_after_a_burst_stores_and_publishes_everything_taken(folde
 def test_each_inbox_import_is_recorded_durably_before_it_begins(folder, sync_counter):
     """The crash-loop breaker's record (data/importing.json) is synced once per file."""
     from test_inbox import drop, processed, wait_until
-    log = Path(folder) / "syncs.log"
-    s = Service(folder)
-    s.env = {"LD_PRELOAD": str(sync_counter), "SYNC_COUNTER_LOG": str(log)}
-    s.start()
+    s, log = counted_service(folder, sync_counter)
     try:
         for i in range(5):
             drop(s, f"file{i}.json", json.dumps([drink()]))
@@ -141,26 +148,10 @@ def test_each_inbox_import_is_recorded_durably_before_it_begins(folder, sync_cou
         s.stop()
 
 
-def synced(log, suffix):
-    """Successful fsync/fdatasync calls on files whose path ends in `suffix`."""
-    if not log.exists():
-        return 0
-    count = 0
-    for line in log.read_text().splitlines():
-        _call, rest = line.split(" ", 1)
-        path, result = rest.rsplit(" ", 1)
-        if path.endswith(suffix) and result == "0":
-            count += 1
-    return count
-
-
 def test_each_bus_event_at_a_low_rate_is_synced_before_its_changes_message(folder, sync_counter):
     """The leader path (a bus event committed on the ingest thread while the
     store is idle) syncs the WAL before `changes` announces it."""
-    log = Path(folder) / "syncs.log"
-    s = Service(folder)
-    s.env = {"LD_PRELOAD": str(sync_counter), "SYNC_COUNTER_LOG": str(log)}
-    s.start()
+    s, log = counted_service(folder, sync_counter)
     try:
         sub = subscriber(s, topics=(b"changes",))
         pub, _ = publisher(s)
@@ -184,10 +175,7 @@ def test_each_bus_event_at_a_low_rate_is_synced_before_its_changes_message(folde
 
 
 def test_each_dead_letter_is_synced_before_it_counts_as_rejected(folder, sync_counter):
-    log = Path(folder) / "syncs.log"
-    s = Service(folder)
-    s.env = {"LD_PRELOAD": str(sync_counter), "SYNC_COUNTER_LOG": str(log)}
-    s.start()
+    s, log = counted_service(folder, sync_counter)
     try:
         pub, _ = publisher(s)
         for i in range(1, 11):
