@@ -50,7 +50,7 @@ extension InboxImporter {
             // Not the file's fault: it is imported all the same, unguarded.
             logger.error("cannot record the inbox import about to begin", metadata: ["file": "\(name)", "error": "\(error)"])
         }
-        if name == dieWhileImporting {
+        if name == configuration.dieWhileImporting {
             logger.warning("test hook: dying while importing", metadata: ["file": "\(name)"])
             kill(getpid(), SIGKILL)
         }

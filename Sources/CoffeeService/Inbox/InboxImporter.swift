@@ -43,13 +43,12 @@ public actor InboxImporter {
     }
 
     public nonisolated let inbox: URL
-    private let configuration: Configuration
+    let configuration: Configuration
     private let parser: InboxFileParser
     private let store: HealthStore
     let counters: ServiceCounters
     private let clock: any WallClock
     let logger: Logger
-    let dieWhileImporting: String?
     private var maxFileBytes: Int { configuration.maxFileBytes }
     private var settleTime: TimeInterval { configuration.settleTime }
     private var rescanScheduled = false
@@ -67,7 +66,6 @@ public actor InboxImporter {
         self.counters = counters
         self.clock = clock
         self.attempts = configuration.attemptRecord.map(ImportAttemptRecord.init(path:))
-        self.dieWhileImporting = configuration.dieWhileImporting
     }
 
     var processed: URL { inbox.appendingPathComponent("processed") }

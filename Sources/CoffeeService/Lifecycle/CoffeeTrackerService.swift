@@ -51,11 +51,17 @@ public final class CoffeeTrackerService: Sendable {
         public let description: String
     }
 
+    /// A part that failed after the start, or a drain that passed its deadline.
+    public struct RunError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
     /// Runs until `stop` yields (a signal), then drains and returns.
     ///
     /// - Throws: `StartupError` when the service cannot start: a folder it
     ///   cannot create, a database it must not touch, an endpoint it cannot
-    ///   bind; or when a part fails while running (named).
+    ///   bind; `RunError` when a part fails while running, or the drain
+    ///   passes its deadline (named).
     public func run(until stop: AsyncStream<Int32>) async throws {
         let c = configuration
         do {
@@ -115,7 +121,7 @@ public final class CoffeeTrackerService: Sendable {
             // A part that could not start says why in its own words (a taken
             // port, an inbox that cannot be watched); a later failure is named.
             if error.isStartFailure, let underlying = error.underlying { throw StartupError(description: "\(underlying)") }
-            throw StartupError(description: "\(error)")
+            throw RunError(description: "\(error)")
         }
         // ipc:// socket files bound here go with the service.
         for endpoint in parts.ingest.boundEndpoints + parts.broadcaster.boundEndpoints + parts.query.boundEndpoints

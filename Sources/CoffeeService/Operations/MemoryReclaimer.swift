@@ -44,13 +44,7 @@ public final class MemoryReclaimer: Service {
 
         /// glibc's, for this process.
         public static let glibc = Allocator(
-            residentBytes: {
-                // /proc/self/statm: size resident shared … (in pages)
-                guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .ascii) else { return 0 }
-                let fields = text.split(separator: " ")
-                guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
-                return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
-            },
+            residentBytes: { Int(ProcessMetrics.residentBytes()) },
             trim: { _ = malloc_trim(0) },
             fixThresholds: {
                 _ = mallopt(M_MMAP_THRESHOLD, MemoryReclaimer.largeBlockBytes)

@@ -48,6 +48,9 @@ enum ServeCommand {
         let service = CoffeeTrackerService(configuration: configuration, configurationPath: path)
         do {
             try await service.run(until: signals)
+        } catch let error as CoffeeTrackerService.RunError {
+            Logger(label: "service").critical("stopped: \(error)")
+            return 1
         } catch {
             Logger(label: "service").critical("could not start: \(error)")
             return 1
