@@ -16,11 +16,11 @@ extension HealthStore {
     public nonisolated var isFaulted: Bool { faulted.load(ordering: .acquiring) }
 
     /// What the fault is ("disk is full", say), or nil while the store writes.
-    public var faultDescription: String? { fault }
+    public var faultDescription: String? { writer.fault }
 
     /// Returns once the store can write (at once when it can now).
     public func waitUntilWritable() async {
-        guard fault != nil else { return }
+        guard case .faulted = writer.state else { return }
         await withCheckedContinuation { recoveryWaiters.append($0) }
     }
 
@@ -30,40 +30,49 @@ extension HealthStore {
         return error.message
     }
 
-    func enterFault(_ reason: String) {
-        guard fault == nil else { return }
-        fault = reason
+    /// A commit of `entries` (none for a stream, whose caller is told by
+    /// the throw) met a storage fault: the writer holds or refuses them, and
+    /// a fault that begins now starts the retries.
+    func storageFailed(_ entries: [Entry], _ reason: String) {
+        let action = writer.storageFailed(entries, reason: reason)
+        for entry in action.refused { entry.waiter.completion(.failure(StoreError.unavailable(reason))) }
+        guard action.startRetrying else { return }
         faulted.store(true, ordering: .releasing)
         logger.error(
             "the store cannot write; holding the bus's input and answering writes unavailable until it can",
             metadata: ["fault": "\(reason)", "path": "\(configuration.path)"])
-        Task { await self.retryWhileFaulted() }
+        faultRetry = Task { await self.retryWhileFaulted() }
     }
 
-    func leaveFault() {
-        guard let reason = fault else { return }
-        fault = nil
+    /// The writer left its fault: whoever waits for a writable store goes
+    /// on, after what is queued (the held batches first) commits.
+    func leftFault(_ reason: String) {
         faulted.store(false, ordering: .releasing)
-        logger.notice("the store writes again", metadata: ["was": "\(reason)", "held": "\(queue.pending.count)"])
-        if !queue.isEmpty { commitPending() }
+        faultRetry = nil
+        logger.notice("the store writes again", metadata: ["was": "\(reason)", "held": "\(writer.pending.count)"])
+        commitPending()
         let waiters = recoveryWaiters
         recoveryWaiters = []
         for waiter in waiters { waiter.resume() }
     }
 
-    /// Tries to write every `faultRetryInterval` until a write succeeds.
+    /// Tries to write every `faultRetryInterval` until a write succeeds, or
+    /// the store closes (which cancels it).
     private func retryWhileFaulted() async {
-        while fault != nil, db != nil {
+        while !Task.isCancelled {
             try? await configuration.timerClock.sleep(for: configuration.faultRetryInterval)
-            guard fault != nil, let db else { return }
+            guard !Task.isCancelled, let db else { return }
             takeSubmitted()
-            if !queue.isEmpty {
-                commitNext()  // ends the fault when it commits
-            } else {
+            switch writer.retry() {
+            case .none:
+                return
+            case .commit(let entries):
+                commitEntries(entries)  // ends the fault when it commits
+            case .probe:
                 do {
                     // An empty write: it appends to the WAL as a commit does.
                     try db.transaction { try statements.setMeta("anchor", currentAnchor) }
-                    leaveFault()
+                    if case .leftFault(let reason) = writer.committed(wroteSomething: true) { leftFault(reason) }
                 } catch {
                     if Self.storageFault(error) == nil {
                         logger.error("the store's probe write failed", metadata: ["error": "\(error)"])
@@ -71,5 +80,27 @@ extension HealthStore {
                 }
             }
         }
+    }
+
+    /// A close's drain: everything handed over commits, the batches held
+    /// through a fault included (the storage may be back); what still cannot
+    /// be written is failed, never left without an answer.
+    func drainAndClose() {
+        takeSubmitted()
+        writer.startDraining()
+        while case .commit(let entries, _) = writer.nextCommit() { commitEntries(entries) }
+        let (left, fault) = writer.close()
+        faultRetry?.cancel()
+        faultRetry = nil
+        if !left.isEmpty {
+            logger.error(
+                "closing with batches the store could not write",
+                metadata: ["batches": "\(left.count)", "fault": "\(fault ?? "none")"])
+        }
+        let error = fault.map { StoreError.unavailable($0) } ?? .closed
+        for entry in left { entry.waiter.completion(.failure(error)) }
+        let waiters = recoveryWaiters
+        recoveryWaiters = []
+        for waiter in waiters { waiter.resume() }
     }
 }

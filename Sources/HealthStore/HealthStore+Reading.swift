@@ -1,6 +1,5 @@
 import CoffeeDomain
 import Foundation
-import Synchronization
 
 /// Reading: the anchored query and the model's window.
 extension HealthStore {
@@ -28,20 +27,16 @@ extension HealthStore {
         return ChangeSet(added: added, deleted: deleted, anchor: hasMore ? last : end, hasMore: hasMore)
     }
 
-    /// `changes(since:limit:through:)` for a thread of its own that may
-    /// block (the publisher's): the read runs on the store's thread, queued
-    /// behind what is there, and this waits for it. Never call it from the
-    /// cooperative pool or from the store's own thread.
-    public nonisolated func changesWaiting(since: Int64?, limit: Int, through: Int64? = nil) throws -> ChangeSet {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<ChangeSet, any Error>?>(nil)
+    /// `changes(since:limit:through:)` for a thread of its own that must
+    /// not block (the publisher's): the read runs on the store's thread,
+    /// queued behind what is there, and `then` gets its result there.
+    public nonisolated func readChanges(
+        since: Int64?, limit: Int, through: Int64? = nil,
+        then: @escaping @Sendable (Result<ChangeSet, any Error>) -> Void
+    ) {
         executor.run {
-            let r = Result { try self.assumeIsolated { try $0.changes(since: since, limit: limit, through: through) } }
-            result.withLock { $0 = r }
-            done.signal()
+            then(Result { try self.assumeIsolated { try $0.changes(since: since, limit: limit, through: through) } })
         }
-        done.wait()
-        return try result.withLock { $0! }.get()
     }
 
     /// Live drinks dated in `range`, oldest first: what a model window needs.

@@ -1,61 +1,103 @@
 import CoffeeDomain
 import Foundation
 
-/// What producers on other threads hand the store without waiting (the
-/// bus): `submit`, `stage` and `commitStaged(here:)`, which lets an idle
-/// store's isolation to the producer's thread (the leader of a group
-/// commit), and the backlog a producer waits on.
-extension HealthStore {
+/// What producers on threads of their own (the bus) hand the store without
+/// waiting, all through one value: `store.submissions`.
+///
+/// A producer submits (or stages, then commits what it staged, possibly on
+/// its own thread as the leader of a group commit while the store is idle),
+/// watches the backlog and the storage fault to know when to stop reading,
+/// and drains what it handed over when it stops.
+public struct Submissions: Sendable {
+    let store: HealthStore
+
     /// Queues `batch` without waiting; `completion` runs on the store's
-    /// thread once the commit is durable (or failed). For producers such as
-    /// the bus, which must not wait one commit per message.
+    /// thread (or the leader's) once the commit is durable, or failed.
     ///
     /// Batches submitted from one thread are committed in the order submitted.
     ///
     /// - Parameter holdOnFault: in a storage fault, hold the batch and retry
     ///   it until it commits (the default: the bus has taken it and has no
     ///   one to tell); false fails it at once with `StoreError.unavailable`.
-    public nonisolated func submit(
+    public func submit(
         _ batch: WriteBatch, holdOnFault: Bool = true,
         completion: @escaping @Sendable (Result<WriteResult, any Error>) -> Void
     ) {
-        if hand(batch, holdOnFault: holdOnFault, take: true, completion: completion) { scheduleSubmitted() }
+        if store.hand(batch, holdOnFault: holdOnFault, take: true, completion: completion) { store.scheduleSubmitted() }
     }
 
     /// Queues `batch` as `submit` does, but leaves its commit to the
     /// caller's next `commitStaged(here:)`, so that a producer hands over
     /// all it read in one wake-up and then decides who commits it.
-    public nonisolated func stage(
+    public func stage(
         _ batch: WriteBatch, holdOnFault: Bool = true,
         completion: @escaping @Sendable (Result<WriteResult, any Error>) -> Void
     ) {
-        _ = hand(batch, holdOnFault: holdOnFault, take: false, completion: completion)
+        _ = store.hand(batch, holdOnFault: holdOnFault, take: false, completion: completion)
     }
 
     /// Commits what was staged (`stage`) and not yet taken. With `here`,
-    /// when the store is idle, the commit runs on the calling thread (the
-    /// leader of a leader/follower group commit), and what arrives
-    /// meanwhile joins the next one; the completions and commit observers
-    /// run on this thread then. Otherwise, or when the store is busy, the
-    /// store's thread commits it, as for `submit`.
+    /// when the store is idle, one commit runs on the calling thread (the
+    /// leader of a leader/follower group commit) and whatever is left is
+    /// handed to the store's thread; the completions and commit observers of
+    /// that commit run on this thread then. Otherwise, or when the store is
+    /// busy, the store's thread commits it, as for `submit`.
     ///
     /// A producer at a high rate passes `here` false, so that its next read
     /// overlaps the commit; at a low rate an idle store then costs no thread
     /// wake-up per commit. Call it from a producer's thread, never the store's.
-    public nonisolated func commitStaged(here: Bool) {
-        let mine = submitted.withLock { state -> Bool in
+    public func commitStaged(here: Bool) {
+        let mine = store.submitted.withLock { state -> Bool in
             guard !state.items.isEmpty, !state.scheduled else { return false }
             state.scheduled = true
             return true
         }
         guard mine else { return }  // nothing staged, or already on its way to a commit
-        if here, executor.runIfIdle({ self.assumeIsolated { $0.lead() } }) { return }
-        scheduleSubmitted()
+        let store = self.store
+        if here, store.executor.runIfIdle({ store.assumeIsolated { $0.lead() } }) { return }
+        store.scheduleSubmitted()
     }
+
+    /// Changes handed over but not yet committed, for back-pressure.
+    public var backlog: Int { store.backlogCount.value }
+
+    /// Blocks the calling thread (a producer's, never the store's) until
+    /// fewer than `limit` changes await commit, or `timeout` passes.
+    /// Returns whether the backlog is below `limit`.
+    @discardableResult
+    public func waitForBacklog(below limit: Int, timeout: Duration) -> Bool {
+        store.backlogCount.wait(below: limit, timeout: timeout)
+    }
+
+    /// Whether the store is in a storage fault: a producer reads nothing
+    /// more while it is, so messages wait in ZeroMQ's queue.
+    public var isFaulted: Bool { store.isFaulted }
+
+    /// Commits everything handed over. In a storage fault it waits up to
+    /// `patience` for the storage to come back (the batches are held in
+    /// memory only). Returns the changes still not stored.
+    public func drain(patience: Duration) async -> Int {
+        await store.commitPending()
+        if store.isFaulted {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await store.waitUntilWritable() }
+                group.addTask { try? await Task.sleep(for: patience) }
+                await group.next()
+                group.cancelAll()
+            }
+            await store.commitPending()
+        }
+        return backlog
+    }
+}
+
+extension HealthStore {
+    /// The producers' side of the store: submitting without waiting (`Submissions`).
+    public nonisolated var submissions: Submissions { Submissions(store: self) }
 
     /// Adds a batch to those handed over. With `take`, true when the caller
     /// must have them taken (no take was scheduled yet; it is now marked so).
-    private nonisolated func hand(
+    nonisolated func hand(
         _ batch: WriteBatch, holdOnFault: Bool, take: Bool,
         completion: @escaping @Sendable (Result<WriteResult, any Error>) -> Void
     ) -> Bool {
@@ -76,16 +118,8 @@ extension HealthStore {
 
     /// Straight onto the store's thread, not through a Task (which would
     /// wake a pool thread only to hop here).
-    private nonisolated func scheduleSubmitted() {
+    nonisolated func scheduleSubmitted() {
         executor.run { self.assumeIsolated { $0.takeSubmitted() } }
-    }
-
-    /// On a borrowing producer's thread (`commitStaged(here:)`): takes what
-    /// was handed over and commits it, and anything queued before it, now.
-    private func lead() {
-        leading = true
-        defer { leading = false }
-        commitPending()
     }
 
     func takeSubmitted() {
@@ -96,16 +130,5 @@ extension HealthStore {
             return items
         }
         for item in items { enqueue(item) }
-    }
-
-    /// Changes submitted but not yet committed, for back-pressure.
-    public nonisolated var backlog: Int { backlogCount.value }
-
-    /// Blocks the calling thread (a producer's, never the store's) until
-    /// fewer than `limit` submitted changes await commit, or `timeout`
-    /// passes. Returns whether the backlog is below `limit`.
-    @discardableResult
-    public nonisolated func waitForBacklog(below limit: Int, timeout: Duration) -> Bool {
-        backlogCount.wait(below: limit, timeout: timeout)
     }
 }

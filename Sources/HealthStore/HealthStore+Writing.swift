@@ -7,7 +7,7 @@ import SQLite
 /// `HealthStore+Submissions.swift`.
 ///
 /// `apply` queues its batch and suspends; one commit drains what is queued
-/// (as `GroupCommitQueue` decides) into a single transaction, so one fsync
+/// (as `WriterStateMachine` decides) into a single transaction, so one fsync
 /// covers many callers. Each caller resumes only after that commit is durable.
 extension HealthStore {
     /// Saves drinks and applies deletions in one commit; returns once it is durable.
@@ -24,7 +24,7 @@ extension HealthStore {
     ///   I/O error, read-only file system): nothing of the batch was stored.
     public nonisolated func apply(_ batch: WriteBatch) async throws -> WriteResult {
         try await withCheckedThrowingContinuation { continuation in
-            submit(batch, holdOnFault: false) { continuation.resume(with: $0) }
+            submissions.submit(batch, holdOnFault: false) { continuation.resume(with: $0) }
         }
     }
 
@@ -38,46 +38,59 @@ extension HealthStore {
 
     /// Commits everything submitted or queued so far; returns once it is
     /// durable (and observed). For a producer's drain, and a drain that must
-    /// publish every commit before the store closes.
+    /// publish every commit before the store closes. In a storage fault it
+    /// commits nothing: the held batches wait for the retry.
     public func commitPending() {
         takeSubmitted()
-        while !queue.isEmpty && fault == nil { commitNext() }
+        while case .commit(let entries, _) = writer.nextCommit() { commitEntries(entries) }
     }
+
+    typealias Entry = WriterStateMachine<Waiter>.Entry
 
     func enqueue(_ waiter: Waiter) {
-        guard db != nil else { return waiter.completion(.failure(StoreError.closed)) }
-        if let fault {
-            // Faulted: a caller who can be told is told now; the bus's batch
-            // waits, in order, for the retry that finds the store writable.
-            guard waiter.holdOnFault else { return waiter.completion(.failure(StoreError.unavailable(fault))) }
-            _ = queue.enqueue(changes: waiter.batch.count, waiter: waiter)
-            return
-        }
-        if queue.enqueue(changes: waiter.batch.count, waiter: waiter) == .scheduleCommit {
-            scheduleCommit()
+        let entry = Entry(changes: waiter.batch.count, holdOnFault: waiter.holdOnFault, waiter: waiter)
+        switch writer.submit(entry) {
+        case .scheduleCommit: scheduleCommit()
+        case .none: break
+        case .refuse(let refusal): waiter.completion(.failure(Self.error(refusal)))
         }
     }
 
-    /// Runs after the jobs already queued on the store's thread, so that
-    /// every batch that arrived meanwhile joins the commit. A leader
-    /// (`lead`) commits what is queued before it returns: nothing to schedule.
-    private func scheduleCommit() {
-        if leading { return }
-        Task { self.commitNext() }
+    static func error(_ refusal: WriterStateMachine<Waiter>.Refusal) -> StoreError {
+        switch refusal {
+        case .closed: .closed
+        case .unavailable(let reason): .unavailable(reason)
+        }
     }
 
-    /// Commits what `GroupCommitQueue` takes next, in one transaction.
-    /// In a storage fault the batches are held or failed (`enterFault`) and
-    /// nothing more is scheduled until a retry succeeds.
+    /// Straight onto the store's thread, after the jobs already queued
+    /// there, so that every batch that arrived meanwhile joins the commit.
+    func scheduleCommit() {
+        executor.run { self.assumeIsolated { $0.commitNext() } }
+    }
+
+    /// Commits what the writer takes next, in one transaction.
     func commitNext() {
-        let taken = queue.nextCommit()
-        if taken.scheduleAnother && fault == nil { scheduleCommit() }
-        let work = taken.entries.map(\.waiter)
-        guard !work.isEmpty else { return }
-        guard db != nil else {
-            for item in work { item.completion(.failure(StoreError.closed)) }
-            return
-        }
+        guard case .commit(let entries, let another) = writer.nextCommit() else { return }
+        if another { scheduleCommit() }
+        commitEntries(entries)
+    }
+
+    /// The leader's turn (`commitStaged(here:)`), on a producer's thread:
+    /// one commit of what is queued, then what is left goes to the store's thread.
+    func lead() {
+        writer.beginLeading()
+        takeSubmitted()
+        if case .commit(let entries, _) = writer.nextCommit() { commitEntries(entries) }
+        if writer.endLeading() == .scheduleCommit { scheduleCommit() }
+    }
+
+    /// Commits `entries` in one transaction and settles their waiters: told
+    /// once it is durable; in a storage fault held or refused, as the writer
+    /// decides; after any other failure each batch retried alone, so that
+    /// one bad batch cannot fail the others.
+    func commitEntries(_ entries: [Entry]) {
+        let work = entries.map(\.waiter)
         let outcome = commit(arrived: work.map(\.arrived).min()) { changes in
             try work.map { try write($0.batch, into: &changes) }
         } delivered: { results in
@@ -86,34 +99,21 @@ extension HealthStore {
         switch outcome {
         case .committed: break
         case .storageFault(let reason):
-            // Held batches go back to the front, in order; the others are told.
-            holdOrFail(taken.entries, reason)
+            storageFailed(entries, reason)
         case .failed(let error):
-            switch queue.commitFailed(taken.entries) {
+            switch writer.failed(entries) {
             case .fail(let entry):
                 logger.error("commit failed", metadata: ["error": "\(error)", "changes": "\(entry.changes)"])
                 entry.waiter.completion(.failure(error))
             case .retryEachAlone(let entries):
-                for entry in entries { commitAlone(entry) }
+                for (i, entry) in entries.enumerated() {
+                    if let fault = writer.fault {  // the storage failed meanwhile: the rest wait or are told
+                        storageFailed(Array(entries[i...]), fault)
+                        break
+                    }
+                    commitEntries([entry])
+                }
             }
-        }
-    }
-
-    /// One batch of a shared transaction that failed, committed alone.
-    private func commitAlone(_ entry: GroupCommitQueue<Waiter>.Entry) {
-        let item = entry.waiter
-        let outcome = commit(arrived: item.arrived) { changes in
-            try write(item.batch, into: &changes)
-        } delivered: { result in
-            reply(item, result)
-        }
-        switch outcome {
-        case .committed: break
-        case .storageFault(let reason):
-            holdOrFail([entry], reason)
-        case .failed(let error):
-            logger.error("commit failed", metadata: ["error": "\(error)", "changes": "\(item.batch.count)"])
-            item.completion(.failure(error))
         }
     }
 
@@ -122,15 +122,6 @@ extension HealthStore {
         var result = result
         result.anchor = currentAnchor
         item.completion(.success(result))
-    }
-
-    /// In a storage fault that a commit of `entries` met: the held ones go
-    /// back to the front of the queue, in order; the others are told.
-    private func holdOrFail(_ entries: [GroupCommitQueue<Waiter>.Entry], _ reason: String) {
-        queue.putBack(entries.filter(\.waiter.holdOnFault))
-        for entry in entries where !entry.waiter.holdOnFault {
-            entry.waiter.completion(.failure(StoreError.unavailable(reason)))
-        }
     }
 
     /// How a commit ended.
@@ -146,11 +137,10 @@ extension HealthStore {
     /// The one commit path: runs `body` in one transaction, then, once it
     /// is durable, records the new anchor, announces the commit to the
     /// observers and hands its value to `delivered` (the waiters' replies);
-    /// on any failure restores the anchor, and a storage fault puts the
-    /// store in its fault state (`enterFault`). A commit that wrote
-    /// something while in a fault ends it, after `delivered`, so replies
-    /// keep commit order.
-    private func commit<Value>(
+    /// on any failure restores the anchor; the caller settles a failure
+    /// (`storageFailed` for a storage fault). A commit that wrote something
+    /// while in a fault ends it, after `delivered`, so replies keep commit order.
+    func commit<Value>(
         arrived: ContinuousClock.Instant?, _ body: (inout CommitChanges) throws -> Value,
         delivered: (Value) -> Void = { _ in }
     ) -> CommitOutcome<Value> {
@@ -164,10 +154,7 @@ extension HealthStore {
             value = try db.transaction { try body(&changes) }
         } catch {
             currentAnchor = previous
-            if let reason = Self.storageFault(error) {
-                enterFault(reason)
-                return .storageFault(reason)
-            }
+            if let reason = Self.storageFault(error) { return .storageFault(reason) }
             return .failed(error)
         }
         commitDuration.observe(ContinuousClock.now - started)
@@ -175,7 +162,7 @@ extension HealthStore {
         delivered(value)
         // A commit of duplicates alone writes nothing, so it proves nothing
         // about the disk: the probe write decides then.
-        if fault != nil, changes.anchor != nil { leaveFault() }
+        if case .leftFault(let reason) = writer.committed(wroteSomething: changes.anchor != nil) { leftFault(reason) }
         return .committed(value)
     }
 
@@ -189,8 +176,11 @@ extension HealthStore {
     ///
     /// - Throws: `StoreError.unavailable` in a storage fault (nothing stored).
     public func applyStream(_ next: @Sendable () throws -> WriteBatch?) throws -> WriteResult {
-        guard db != nil else { throw StoreError.closed }
-        if let fault { throw StoreError.unavailable(fault) }
+        switch writer.state {
+        case .writing: break
+        case .faulted(let reason): throw StoreError.unavailable(reason)
+        case .draining, .closed: throw StoreError.closed
+        }
         commitPending()  // whatever was queued before commits first, in order
         let outcome = commit(arrived: ContinuousClock.now) { changes in
             var total = WriteResult()
@@ -207,7 +197,9 @@ extension HealthStore {
         case .committed(var total):
             total.anchor = currentAnchor
             return total
-        case .storageFault(let reason): throw StoreError.unavailable(reason)
+        case .storageFault(let reason):
+            storageFailed([], reason)
+            throw StoreError.unavailable(reason)
         case .failed(let error): throw error
         }
     }

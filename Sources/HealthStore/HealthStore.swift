@@ -66,9 +66,7 @@ public actor HealthStore {
     /// A batch waiting for its commit, and who to tell.
     struct Waiter: Sendable {
         var batch: WriteBatch
-        /// Through a storage fault the batch is held and retried (the bus,
-        /// which has already taken it) rather than failed at once with
-        /// `StoreError.unavailable` (a caller who can be told, and retry).
+        /// Held through a storage fault (`WriterStateMachine.Entry.holdOnFault`).
         var holdOnFault = false
         /// When it reached the store, for the publish-delay histogram.
         var arrived = ContinuousClock.now
@@ -76,11 +74,14 @@ public actor HealthStore {
     }
     /// From taking a commit's batches to its fsync returning (PROTOCOL.md §9).
     public nonisolated let commitDuration = Histogram()
-    /// Why the store cannot write now, while it cannot (`HealthStore+Faults.swift`).
-    var fault: String?
+    /// What is queued, who commits it, and the storage fault, if any
+    /// (`HealthStore+Faults.swift`): every decision of the writer.
+    var writer = WriterStateMachine<Waiter>(changeLimit: HealthStore.announceLimit)
+    /// `writer` is in a storage fault: for other threads, without a hop.
     nonisolated let faulted = Atomic<Bool>(false)
     var recoveryWaiters: [CheckedContinuation<Void, Never>] = []
-    var queue = GroupCommitQueue<Waiter>(changeLimit: HealthStore.announceLimit)
+    /// Retries the storage while in a fault; owned here, cancelled by `close`.
+    var faultRetry: Task<Void, Never>?
     var observers: [CommitObserver] = []
 
     /// Batches handed over by `submit` from other threads, not yet queued.
@@ -89,8 +90,6 @@ public actor HealthStore {
         var scheduled = false
     }
     nonisolated let submitted = Mutex(Submitted())
-    /// A producer's thread is committing as the leader (`commitStaged(here:)`).
-    var leading = false
     nonisolated let backlogCount = Backlog()
 
     /// Called on the store's thread right after each durable commit, in
@@ -148,7 +147,7 @@ public actor HealthStore {
     /// Commits what is queued, closes the database and stops the store's
     /// thread. Later calls fail with `StoreError.closed`.
     public func close() {
-        commitPending()  // batches submitted but not yet taken are committed too
+        drainAndClose()
         observers = []
         statements.finalize()
         if let db {

@@ -43,13 +43,15 @@ public final class Mailbox<Message: Sendable>: Sendable {
     }
 
     /// Queues `message`; false (and counted) when the mailbox is full.
+    /// With `evenIfFull`, past the capacity: for a reply the owner asked
+    /// for and waits on (a page it reads), which must never be dropped.
     @discardableResult
-    public func post(_ message: Message) -> Bool {
+    public func post(_ message: Message, evenIfFull: Bool = false) -> Bool {
         // Only the post that finds the queue empty writes to the pipe: the
         // owner takes the whole queue once woken, so one byte per message
         // was a system call per message for nothing.
         let (accepted, wasEmpty) = queue.withLock { q -> (Bool, Bool) in
-            guard q.count < capacity else { return (false, false) }
+            guard evenIfFull || q.count < capacity else { return (false, false) }
             q.append(message)
             return (true, q.count == 1)
         }

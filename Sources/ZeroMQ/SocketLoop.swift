@@ -27,17 +27,22 @@ public final class SocketLoop<Message: Sendable>: Sendable {
         public var tick: () -> Int
         /// Called once on stop, before the sockets are closed: drain here.
         public var finish: () -> Void
+        /// Whether a borrower may use the sockets now (`runIfIdle`), asked
+        /// under the lock the loop holds while it handles a wake-up: false
+        /// while the handler waits for something that must go out first.
+        public var lends: () -> Bool
 
         public init(
             sockets: [ZMQSocket], readable: @escaping (Int) -> Void = { _ in },
             received: @escaping ([Message]) -> Void = { _ in }, tick: @escaping () -> Int = { -1 },
-            finish: @escaping () -> Void = {}
+            finish: @escaping () -> Void = {}, lends: @escaping () -> Bool = { true }
         ) {
             self.sockets = sockets
             self.readable = readable
             self.received = received
             self.tick = tick
             self.finish = finish
+            self.lends = lends
         }
     }
 
@@ -72,12 +77,15 @@ public final class SocketLoop<Message: Sendable>: Sendable {
 
     /// Runs `body` with the loop's sockets on the calling thread, if the
     /// loop is lendable, running, and idle: not handling a wake-up, with
-    /// nothing in its mailbox (so `body` cannot overtake a posted message).
+    /// nothing in its mailbox (so `body` cannot overtake a posted message),
+    /// and its handler lends (`Handler.lends`).
     /// Returns false, running nothing, otherwise: then post instead.
     public func runIfIdle(_ body: ([ZMQSocket]) -> Void) -> Bool {
         guard let lending, lending.lock.try() else { return false }
         defer { lending.lock.unlock() }
-        guard let handler = lending.handler, mailbox.count == 0, !stopping.load(ordering: .relaxed) else { return false }
+        guard let handler = lending.handler, mailbox.count == 0, !stopping.load(ordering: .relaxed), handler.lends() else {
+            return false
+        }
         body(handler.sockets)
         // The sends may have consumed the descriptor's signal of a message
         // that arrived meanwhile: have the loop look.

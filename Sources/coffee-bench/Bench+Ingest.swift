@@ -110,7 +110,7 @@ extension Bench {
         let left = Atomic<Int>(batches.count)
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             for b in batches {
-                store.submit(b) { _ in
+                store.submissions.submit(b) { _ in
                     if left.subtract(1, ordering: .relaxed).newValue == 0 { done.resume() }
                 }
             }

@@ -131,7 +131,7 @@ struct CommitOrderTests {
         await gate.install(on: s.store)
         let completed = Atomic<Bool>(false)
         let (done, doneContinuation) = AsyncStream.makeStream(of: Void.self)
-        s.store.submit(WriteBatch(drinks: [Drink(mgCaffeine: 5, date: Date())])) { result in
+        s.store.submissions.submit(WriteBatch(drinks: [Drink(mgCaffeine: 5, date: Date())])) { result in
             completed.store((try? result.get()) != nil, ordering: .sequentiallyConsistent)
             doneContinuation.yield()
         }
@@ -157,10 +157,10 @@ struct CommitOrderTests {
         let (done, doneContinuation) = AsyncStream.makeStream(of: UInt.self)
         Thread {
             Thread.sleep(forTimeInterval: 0.05)  // the store's thread, idle by then: this thread leads
-            s.store.stage(WriteBatch(drinks: [Drink(mgCaffeine: 5, date: Date())])) { result in
+            s.store.submissions.stage(WriteBatch(drinks: [Drink(mgCaffeine: 5, date: Date())])) { result in
                 completed.store((try? result.get()) != nil, ordering: .sequentiallyConsistent)
             }
-            s.store.commitStaged(here: true)
+            s.store.submissions.commitStaged(here: true)
             doneContinuation.yield(UInt(pthread_self()))
         }.start()
         await gate.held()
@@ -258,7 +258,7 @@ struct CommitOrderTests {
         var configuration = IngestEndpoint.Configuration()
         configuration.bind = ["ipc://\(dir.path)/ingest.sock"]
         let ingest = try IngestEndpoint(
-            configuration: configuration, context: context, store: store, decoder: BatchDecoder(),
+            configuration: configuration, context: context, store: store.submissions, decoder: BatchDecoder(),
             deadLetters: DeadLetterFile(path: dir.appendingPathComponent("rejected.jsonl").path), counters: counters,
             clock: SystemClock())
         try await ingest.start()
@@ -291,7 +291,7 @@ struct CommitOrderTests {
         #expect(!returned, "the drain returned while a commit it needs was held")
         gate.open()
         try await run.value
-        #expect(store.backlog == 0)
+        #expect(store.submissions.backlog == 0)
         #expect(counters.stored.value == counters.received.value)
         #expect(await store.anchor == Int64(counters.received.value) + 1)
         _ = try await blocker.value

@@ -159,6 +159,68 @@ struct EndpointTests {
         await rig.cleanup()
     }
 
+    /// A commit too large to carry its changes is read back page by page
+    /// while the publisher goes on; what is committed after it must not
+    /// overtake its pages (the anchors chain), nor be lost.
+    @Test func aLargeCommitsPagesGoOutInOrderBeforeWhatFollowsIt() async throws {
+        let rig = try Rig()
+        var configuration = Broadcaster.Configuration()
+        configuration.bind = [rig.socket("updates")]
+        configuration.heartbeatInterval = .milliseconds(50)
+        let broadcaster = try Broadcaster(
+            configuration: configuration, context: rig.context, store: rig.store, counters: rig.counters)
+        try await rig.running(broadcaster) {
+            final class Held: @unchecked Sendable {
+                let socket: ZMQSocket
+                init(_ socket: ZMQSocket) { self.socket = socket }
+            }
+            let held = Held(try ZMQSocket(rig.context, .sub))
+            defer { held.socket.close() }
+            try held.socket.setReceiveTimeout(ms: 5000)
+            try held.socket.subscribe("changes")
+            try held.socket.subscribe("heartbeat")
+            try held.socket.connect(configuration.bind[0])
+            let subscribed = try await blocking { () throws -> Bool in
+                for _ in 0..<100 where try held.socket.receive()?.first == Data("heartbeat".utf8) { return true }
+                return false
+            }
+            try #require(subscribed)
+            let start = Date(timeIntervalSince1970: 1_796_000_000)
+            let large = (0..<(HealthStore.announceLimit + 2_000)).map {
+                Drink(mgCaffeine: 10, date: start.addingTimeInterval(Double($0)), source: "test")
+            }
+            _ = try await rig.store.save(large)
+            for i in 0..<3 {
+                _ = try await rig.store.save([
+                    Drink(mgCaffeine: 20, date: start.addingTimeInterval(-Double(i + 1)), source: "test")
+                ])
+            }
+            let last = Int64(large.count + 3)
+            let chain = try await blocking { () throws -> [(Int, Int, Int)] in
+                var chain: [(Int, Int, Int)] = []
+                while let frames = try held.socket.receive() {
+                    guard frames[0] == Data("changes".utf8),
+                        let m = try JSONSerialization.jsonObject(with: frames[1]) as? [String: Any],
+                        let anchor = m["anchor"] as? Int, let previous = m["previousAnchor"] as? Int
+                    else { continue }
+                    chain.append((previous, anchor, (m["added"] as? [Any])?.count ?? 0))
+                    if anchor >= Int(last) { break }
+                }
+                return chain
+            }
+            #expect(chain.count >= 5, "expected at least 3 pages and 3 small commits: \(chain)")
+            var expected = 0
+            for (previous, anchor, _) in chain {
+                #expect(previous == expected, "the chain broke: \(chain.map { "\($0.0)->\($0.1)" })")
+                expected = anchor
+            }
+            #expect(expected == Int(last))
+            #expect(chain.map(\.2).reduce(0, +) == Int(last))
+            #expect(chain.allSatisfy { $0.2 <= Broadcaster.pageSize })
+        }
+        await rig.cleanup()
+    }
+
     /// One request, one answer, then the connection closes; a head too long is closed unanswered.
     @Test func theHTTPEndpointAnswersThroughItsRouteAndClosesOversizedHeads() async throws {
         let rig = try Rig()

@@ -27,23 +27,23 @@ struct BacklogTests {
         await Task.detached { entered.wait() }.value
 
         let committed = Atomic<Int>(0)
-        store.submit(WriteBatch(drinks: (0..<10).map { drink(at: Double($0)) })) { result in
+        store.submissions.submit(WriteBatch(drinks: (0..<10).map { drink(at: Double($0)) })) { result in
             if case .success(let r) = result { committed.store(r.added, ordering: .sequentiallyConsistent) }
         }
-        #expect(store.backlog == 10)
-        #expect(store.waitForBacklog(below: 5, timeout: .milliseconds(20)) == false)
-        #expect(store.waitForBacklog(below: 11, timeout: .milliseconds(20)))
+        #expect(store.submissions.backlog == 10)
+        #expect(store.submissions.waitForBacklog(below: 5, timeout: .milliseconds(20)) == false)
+        #expect(store.submissions.waitForBacklog(below: 11, timeout: .milliseconds(20)))
 
         // A waiter on a thread of its own, then the store let go.
         let started = Date()
         let caughtUp = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
-            Thread { done.resume(returning: store.waitForBacklog(below: 5, timeout: .seconds(20))) }.start()
+            Thread { done.resume(returning: store.submissions.waitForBacklog(below: 5, timeout: .seconds(20))) }.start()
             release.signal()
         }
         #expect(caughtUp)
         // Woken by the commit, not by the end of its 20 s (a missed wake-up would take all of them).
         #expect(Date().timeIntervalSince(started) < 10)
-        #expect(store.backlog == 0)
+        #expect(store.submissions.backlog == 0)
         #expect(committed.load(ordering: .sequentiallyConsistent) == 10)
         _ = try await holding.value
         await store.close()
@@ -56,11 +56,11 @@ struct BacklogTests {
         let store = try openStore(dir)
         await store.close()
         let failed = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
-            store.submit(WriteBatch(drinks: [drink()])) { result in
+            store.submissions.submit(WriteBatch(drinks: [drink()])) { result in
                 if case .failure = result { done.resume(returning: true) } else { done.resume(returning: false) }
             }
         }
         #expect(failed)
-        #expect(store.backlog == 0)
+        #expect(store.submissions.backlog == 0)
     }
 }

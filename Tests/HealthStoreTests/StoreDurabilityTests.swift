@@ -94,7 +94,7 @@ struct StoreDurabilityTests {
         let stream = await CommitRecorder(store)
         let size = HealthStore.announceLimit * 3 / 5
         for i in 0..<3 {
-            store.submit(WriteBatch(drinks: (0..<size).map { _ in drink(at: Double(i)) })) { _ in }
+            store.submissions.submit(WriteBatch(drinks: (0..<size).map { _ in drink(at: Double(i)) })) { _ in }
         }
         await store.close()
         let batches = stream.batches
@@ -157,9 +157,9 @@ struct StoreDurabilityTests {
         defer { dir.cleanup() }
         let store = try openStore(dir)
         let id = UUID()
-        store.submit(WriteBatch(drinks: [drink(id, version: 1)])) { _ in }
-        store.submit(WriteBatch(deletions: [Deletion(uuid: id)])) { _ in }
-        store.submit(WriteBatch(drinks: [drink()])) { _ in }
+        store.submissions.submit(WriteBatch(drinks: [drink(id, version: 1)])) { _ in }
+        store.submissions.submit(WriteBatch(deletions: [Deletion(uuid: id)])) { _ in }
+        store.submissions.submit(WriteBatch(drinks: [drink()])) { _ in }
         await store.close()
         let reopened = try openStore(dir)
         #expect(await reopened.anchor == 3)

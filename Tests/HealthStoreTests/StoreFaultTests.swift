@@ -55,7 +55,7 @@ struct StoreFaultTests {
         await store.failNextCommitsAsDiskFull(3)  // the commit and two retries
         let d = drink()
         let outcome = Outcome()
-        store.submit(WriteBatch(drinks: [d])) { outcome.set($0) }
+        store.submissions.submit(WriteBatch(drinks: [d])) { outcome.set($0) }
         let faulted = await sawFault(store)
         #expect(outcome.result == nil, "the batch was answered while the disk was full")
         try await expectHeldThenStored(store, d, outcome, faultSeen: faulted)
@@ -76,8 +76,8 @@ struct StoreFaultTests {
                 // The store's thread may still be finishing the call above
                 // (busy: no leader then); it is idle well within this.
                 Thread.sleep(forTimeInterval: 0.05)
-                store.stage(WriteBatch(drinks: [d])) { outcome.set($0) }
-                store.commitStaged(here: true)
+                store.submissions.stage(WriteBatch(drinks: [d])) { outcome.set($0) }
+                store.submissions.commitStaged(here: true)
                 done.resume(returning: store.isFaulted)  // the leader's own commit met the full disk
             }.start()
         }
@@ -99,9 +99,9 @@ struct StoreFaultTests {
         await store.failNextCommitsAsDiskFull(3, after: 1)  // then the disk is full
         let (a, b) = (drink(), drink())
         let (outcomeA, outcomeB) = (Outcome(), Outcome())
-        store.stage(WriteBatch(drinks: [a])) { outcomeA.set($0) }
-        store.stage(WriteBatch(drinks: [b])) { outcomeB.set($0) }
-        store.commitStaged(here: false)  // one commit on the store's thread, both batches in it
+        store.submissions.stage(WriteBatch(drinks: [a])) { outcomeA.set($0) }
+        store.submissions.stage(WriteBatch(drinks: [b])) { outcomeB.set($0) }
+        store.submissions.commitStaged(here: false)  // one commit on the store's thread, both batches in it
         let toldA = await outcomeA.wait()
         let toldB = await outcomeB.wait()
         #expect((try? toldA?.get())?.added == 1, "\(String(describing: toldA))")

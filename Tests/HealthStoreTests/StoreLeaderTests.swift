@@ -16,7 +16,9 @@ struct StoreLeaderTests {
         defer { dir.cleanup() }
         let store = try openStore(dir)
         let result = await withCheckedContinuation { (done: CheckedContinuation<Int, Never>) in
-            store.submit(WriteBatch(drinks: [drink(), drink()])) { done.resume(returning: (try? $0.get())?.added ?? -1) }
+            store.submissions.submit(WriteBatch(drinks: [drink(), drink()])) {
+                done.resume(returning: (try? $0.get())?.added ?? -1)
+            }
         }
         #expect(result == 2)
         #expect(await store.anchor == 2)
@@ -37,13 +39,13 @@ struct StoreLeaderTests {
             Thread {
                 let me = UInt(pthread_self())
                 let completion = Mutex<(UInt, Int)>((0, 0))
-                store.stage(WriteBatch(drinks: [drink()])) { r in
+                store.submissions.stage(WriteBatch(drinks: [drink()])) { r in
                     completion.withLock { $0 = (UInt(pthread_self()), (try? r.get())?.added ?? -1) }
                 }
-                store.stage(WriteBatch(drinks: [drink()])) { r in
+                store.submissions.stage(WriteBatch(drinks: [drink()])) { r in
                     completion.withLock { $0.1 += (try? r.get())?.added ?? -1 }
                 }
-                store.commitStaged(here: true)
+                store.submissions.commitStaged(here: true)
                 // Durable and observed before commitStaged returned.
                 let (on, added) = completion.withLock { $0 }
                 done.resume(returning: (me, on, added))
@@ -77,8 +79,8 @@ struct StoreLeaderTests {
         held.wait()  // the first commit is in progress on the store's thread
         let staged = await withCheckedContinuation { (done: CheckedContinuation<UInt, Never>) in
             Thread {
-                store.stage(WriteBatch(drinks: [second])) { _ in }
-                store.commitStaged(here: true)  // must not wait for, or overtake, the held commit
+                store.submissions.stage(WriteBatch(drinks: [second])) { _ in }
+                store.submissions.commitStaged(here: true)  // must not wait for, or overtake, the held commit
                 done.resume(returning: UInt(pthread_self()))
             }.start()
         }

@@ -46,7 +46,7 @@ public final class IngestEndpoint: Service {
     /// whole (100-event messages made batches of 400,000, read back in pages).
     static let changesPerBatch = 5000
     /// A wake-up that read at most this many changes commits them on this
-    /// thread when the store is idle (`HealthStore.commitStaged(here:)`):
+    /// thread when the store is idle (`Submissions.commitStaged(here:)`):
     /// at a low rate, one thread does receive, commit and announce, as the
     /// one-thread peers do. Past it, the store's thread commits while this
     /// one reads on, as group commit at a high rate needs.
@@ -55,7 +55,8 @@ public final class IngestEndpoint: Service {
     public let name = "ingest"
     private let configuration: Configuration
     private let context: ZMQContext
-    private let store: HealthStore
+    /// The store's producer side: all the bus needs of it.
+    private let store: Submissions
     private let decoder: BatchDecoder
     private let clock: any WallClock
     private let loop: SocketLoop<Int>
@@ -70,7 +71,7 @@ public final class IngestEndpoint: Service {
 
     /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
     public init(
-        configuration: Configuration, context: ZMQContext, store: HealthStore, decoder: BatchDecoder,
+        configuration: Configuration, context: ZMQContext, store: Submissions, decoder: BatchDecoder,
         deadLetters: DeadLetterFile, counters: ServiceCounters, clock: any WallClock, registry: ClientRegistry? = nil,
         logger: Logger = Logger(label: "ingest")
     ) throws {
@@ -174,30 +175,22 @@ public final class IngestEndpoint: Service {
     public func run() async throws {
         await gracefulShutdown()
         await loop.stop()
-        await store.commitPending()
         if store.isFaulted {
             // The batches it took are held in memory: give the storage a
             // few seconds to come back before they are lost with the process.
             logger.warning(
                 "draining while the store cannot write; waiting up to 10 s for it", metadata: ["held": "\(store.backlog)"])
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await self.store.waitUntilWritable() }
-                group.addTask { try? await Task.sleep(for: .seconds(10)) }
-                await group.next()
-                group.cancelAll()
-            }
-            await store.commitPending()
-            if store.backlog > 0 {
-                logger.error(
-                    "bus input taken but not stored: the store could not write", metadata: ["changes": "\(store.backlog)"])
-            }
+        }
+        let lost = await store.drain(patience: .seconds(10))
+        if lost > 0 {
+            logger.error("bus input taken but not stored: the store could not write", metadata: ["changes": "\(lost)"])
         }
         writeHeldDeadLetters()
     }
 
     /// - Parameter authenticated: the socket is a CURVE server: each
     ///   message's `User-Id` names its client, who must still be admitted.
-    private func readBatch(_ socket: ZMQSocket, decoder: BatchDecoder, now: Date, store: HealthStore, authenticated: Bool) {
+    private func readBatch(_ socket: ZMQSocket, decoder: BatchDecoder, now: Date, store: Submissions, authenticated: Bool) {
         let registry = authenticated ? self.registry : nil
         var batch = WriteBatch()
         var rejected: [DeadLetterFile.Entry] = []
@@ -240,7 +233,7 @@ public final class IngestEndpoint: Service {
         if !rejected.isEmpty { reject(rejected) }
     }
 
-    private func stage(_ batch: WriteBatch, _ store: HealthStore) {
+    private func stage(_ batch: WriteBatch, _ store: Submissions) {
         let counters = self.counters
         let logger = self.logger
         store.stage(batch) { result in

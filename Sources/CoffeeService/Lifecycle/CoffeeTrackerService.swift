@@ -191,7 +191,8 @@ public final class CoffeeTrackerService: Sendable {
             ingestConfiguration.curve = security.server("ingest")
             ingestConfiguration.clientKeys = security.keys
             let ingest = try IngestEndpoint(
-                configuration: ingestConfiguration, context: context, store: store, decoder: BatchDecoder(validator: validator),
+                configuration: ingestConfiguration, context: context, store: store.submissions,
+                decoder: BatchDecoder(validator: validator),
                 deadLetters: DeadLetterFile(path: c.deadLetterPath), counters: counters, clock: clock,
                 registry: security.registry)
 

@@ -47,9 +47,12 @@ public final class Broadcaster: Service {
         /// on the publisher's thread rather than on the store's.
         case commit(CommittedBatch)
         /// A commit too large to carry its changes: read back from the store
-        /// page by page on the publisher's thread, so memory is one page and
-        /// the store's commit does not wait for it.
+        /// page by page (`PageReading`), so memory is one page and the
+        /// store's commit does not wait for it.
         case pages(CommittedBatch)
+        /// A page of such a commit, read on the store's thread: the changes
+        /// after `previous`.
+        case page(Result<ChangeSet, any Error>, of: CommittedBatch, after: Int64)
         /// Called once everything posted before it has been sent.
         case barrier(@Sendable () -> Void)
     }
@@ -108,6 +111,7 @@ public final class Broadcaster: Service {
             let clock = ContinuousClock()
             let interval = configuration.heartbeatInterval
             var nextBeat = clock.now
+            let reading = PageReading()
             return SocketLoop<Outgoing>.Handler(
                 sockets: [socket],
                 readable: { _ in
@@ -117,18 +121,7 @@ public final class Broadcaster: Service {
                     }
                 },
                 received: { messages in
-                    for m in messages {
-                        switch m {
-                        case .message(let topic, let body):
-                            _ = try? socket.send([Data(topic.utf8), body], dontWait: true)
-                        case .commit(let commit):
-                            self.sendCommit(socket, commit)
-                        case .pages(let batch):
-                            self.sendPages(socket, batch)
-                        case .barrier(let reached):
-                            reached()
-                        }
-                    }
+                    for m in messages { self.handle(m, socket, reading) }
                 },
                 tick: {
                     let now = clock.now
@@ -142,7 +135,9 @@ public final class Broadcaster: Service {
                     }
                     let wait = nextBeat - now
                     return max(1, Int(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000))
-                })
+                },
+                // While a large commit is read, nothing may overtake its pages.
+                lends: { reading.current == nil })
         }
         // Each commit is queued for publishing from the store's own thread.
         await store.observeCommits { [self] batch in self.announce(batch) }
@@ -218,27 +213,77 @@ public final class Broadcaster: Service {
     /// A commit too large to carry its changes, read back from the store and
     /// published as several messages whose anchors chain (`previousAnchor` of
     /// each is the `anchor` of the one before), so no message grows with the
-    /// commit. Later messages wait in the mailbox, so order holds.
+    /// commit. The publisher's thread never waits for a page: it asks the
+    /// store for one, and whatever is posted meanwhile waits in `waiting`
+    /// until the last page is out, so order holds. Used only on that thread.
+    final class PageReading {
+        /// The commit being read.
+        var current: CommittedBatch?
+        /// Posted while it is read; bounded as the mailbox is.
+        var waiting: [Outgoing] = []
+    }
+
     /// The most changes one `changes` message carries (PROTOCOL.md §3).
     static let pageSize = 5000
 
-    private func sendPages(_ socket: ZMQSocket, _ batch: CommittedBatch, pageSize: Int = Broadcaster.pageSize) {
-        var previous = batch.previousAnchor
-        while previous < batch.anchor {
-            let page: ChangeSet
-            do {
-                page = try store.changesWaiting(since: previous, limit: pageSize, through: batch.anchor)
-            } catch {
+    private func handle(_ outgoing: Outgoing, _ socket: ZMQSocket, _ reading: PageReading) {
+        if reading.current != nil {
+            switch outgoing {
+            case .page: break
+            case .barrier:
+                return reading.waiting.append(outgoing)
+            case .message, .commit, .pages:
+                // As a full mailbox does: dropped and counted (a gap that subscribers resync over).
+                guard reading.waiting.count < configuration.queueCapacity else {
+                    return ServiceCounters.bump(counters.updatesDropped)
+                }
+                return reading.waiting.append(outgoing)
+            }
+        }
+        switch outgoing {
+        case .message(let topic, let body):
+            _ = try? socket.send([Data(topic.utf8), body], dontWait: true)
+        case .commit(let commit):
+            sendCommit(socket, commit)
+        case .barrier(let reached):
+            reached()
+        case .pages(let batch):
+            _ = readPage(of: batch, after: batch.previousAnchor, reading)
+        case .page(let result, let batch, let previous):
+            switch result {
+            case .success(let page):
+                sendChanges(
+                    socket, anchor: page.anchor, previousAnchor: previous, added: page.added, deleted: page.deleted,
+                    arrived: batch.arrived)
+                if page.hasMore, readPage(of: batch, after: page.anchor, reading) { return }
+            case .failure(let error):
                 // Closed or expired: subscribers see the gap and resync.
                 logger.warning("could not page a large commit", metadata: ["error": "\(error)", "anchor": "\(batch.anchor)"])
-                return
             }
-            sendChanges(
-                socket, anchor: page.anchor, previousAnchor: previous, added: page.added, deleted: page.deleted,
-                arrived: batch.arrived)
-            previous = page.anchor
-            if !page.hasMore { break }
+            reading.current = nil
+            let waiting = reading.waiting
+            reading.waiting = []
+            for (i, next) in waiting.enumerated() {
+                guard reading.current == nil else {  // another large commit: the rest wait for it
+                    reading.waiting = Array(waiting[i...])
+                    break
+                }
+                handle(next, socket, reading)
+            }
         }
+    }
+
+    /// Asks the store for the page of `batch` after `previous`; it comes back
+    /// through the mailbox, past its capacity (it is awaited, never dropped).
+    /// False when the commit has no changes after `previous`.
+    private func readPage(of batch: CommittedBatch, after previous: Int64, _ reading: PageReading) -> Bool {
+        guard previous < batch.anchor else { return false }
+        reading.current = batch
+        let mailbox = loop.mailbox
+        store.readChanges(since: previous, limit: Self.pageSize, through: batch.anchor) { result in
+            mailbox.post(.page(result, of: batch, after: previous), evenIfFull: true)
+        }
+        return true
     }
 
     /// Returns once everything queued before the call has been handed to
