@@ -156,62 +156,35 @@ public final class CoffeeTrackerService: Sendable {
         let validator = DrinkValidator(limits: c.drinkLimits)
         let cache = ModelCache(url: URL(fileURLWithPath: c.modelCachePath))
         let model = CoffeeData(model: c.caffeineModel, clock: clock, cache: cache)
-        let store = try HealthStore(
-            configuration: .init(path: c.storePath, tombstoneRetention: c.store.tombstoneRetentionDays * 86_400, clock: clock))
+        let store = try HealthStore(configuration: c.storeConfiguration(clock: clock))
         let controller = StoreFollower(store: store, model: model, cache: cache, clock: clock)
         do {
-            var updates = Broadcaster.Configuration()
-            updates.bind = c.updates.bind
-            updates.sendHighWaterMark = c.updates.sendHighWaterMark
-            updates.heartbeatInterval = .milliseconds(Int64(c.publish.heartbeatIntervalS * 1000))
-            updates.curve = security.server("updates")
-            let broadcaster = try Broadcaster(configuration: updates, context: context, store: store, counters: counters)
-
+            let broadcaster = try Broadcaster(
+                configuration: c.broadcasterConfiguration(curve: security.server("updates")), context: context, store: store,
+                counters: counters)
             let modelService = ModelService(
-                store: store, model: model, controller: controller,
-                configuration: .init(
-                    roundInterval: .milliseconds(c.publish.modelIntervalMs),
-                    refreshInterval: .milliseconds(Int64(c.publish.refreshIntervalS * 1000))),
+                store: store, model: model, controller: controller, configuration: c.modelServiceConfiguration,
                 publish: { broadcaster.publish($0) })
-
-            var queryConfiguration = QueryEndpoint.Configuration()
-            queryConfiguration.bind = c.query.bind
-            queryConfiguration.maxMessageBytes = c.limits.maxMessageBytes
-            queryConfiguration.curve = security.server("query")
             let handler = QueryHandler(
                 store: store, model: model, controller: controller, validator: validator, counters: counters, clock: clock,
                 maxMessageBytes: c.limits.maxMessageBytes, registry: security.registry)
-            let query = try QueryEndpoint(configuration: queryConfiguration, context: context, handler: handler)
-
-            var ingestConfiguration = IngestEndpoint.Configuration()
-            ingestConfiguration.bind = c.ingest.bind
-            ingestConfiguration.connect = c.ingest.connect
-            ingestConfiguration.receiveHighWaterMark = c.ingest.receiveHighWaterMark
-            ingestConfiguration.maxMessageBytes = c.limits.maxMessageBytes
-            ingestConfiguration.curve = security.server("ingest")
-            ingestConfiguration.clientKeys = security.keys
+            let query = try QueryEndpoint(
+                configuration: c.queryConfiguration(curve: security.server("query")), context: context, handler: handler)
             let ingest = try IngestEndpoint(
-                configuration: ingestConfiguration, context: context, store: store.submissions,
-                decoder: BatchDecoder(validator: validator),
+                configuration: c.ingestConfiguration(curve: security.server("ingest"), keys: security.keys),
+                context: context, store: store.submissions, decoder: BatchDecoder(validator: validator),
                 deadLetters: DeadLetterFile(path: c.deadLetterPath), counters: counters, clock: clock,
                 registry: security.registry)
-
-            var inboxConfiguration = InboxImporter.Configuration(inbox: URL(fileURLWithPath: c.inboxDirectory))
-            inboxConfiguration.maxFileBytes = c.limits.maxFileBytes
-            inboxConfiguration.attemptRecord = (c.dataDirectory as NSString).appendingPathComponent("importing.json")
-            if testHooks {
-                inboxConfiguration.dieWhileImporting = ProcessInfo.processInfo.environment["COFFEE_TRACKER_TEST_DIE_IMPORTING"]
-            }
+            let dieWhileImporting = testHooks ? ProcessInfo.processInfo.environment["COFFEE_TRACKER_TEST_DIE_IMPORTING"] : nil
             let importer = InboxImporter(
-                configuration: inboxConfiguration, parser: InboxFileParser(decoder: BatchDecoder(validator: validator)),
-                store: store, counters: counters, clock: clock)
+                configuration: c.importerConfiguration(dieWhileImporting: dieWhileImporting),
+                parser: InboxFileParser(decoder: BatchDecoder(validator: validator)), store: store, counters: counters,
+                clock: clock)
 
             let zap = try security.registry.map { try ZAPHandler(context: context, registry: $0, counters: counters) }
             let partsBox = PartsBox()
-            let http = try c.http.bind.map { address in
-                var httpConfiguration = HTTPEndpoint.Configuration()
-                httpConfiguration.bind = address
-                return try HTTPEndpoint(configuration: httpConfiguration) { method, path in
+            let http = try c.httpConfiguration.map { httpConfiguration in
+                try HTTPEndpoint(configuration: httpConfiguration) { method, path in
                     guard let parts = partsBox.parts else { return HTTPResponse(status: 503, body: "starting\n") }
                     return await OperationsRoutes(
                         store: parts.store, phase: self.phase,
@@ -234,7 +207,7 @@ public final class CoffeeTrackerService: Sendable {
             let parts = Parts(
                 store: store, cache: cache, zap: zap, broadcaster: broadcaster, model: model, modelService: modelService,
                 query: query, ingest: ingest,
-                inbox: InboxService(importer: importer, sweepInterval: .milliseconds(Int64(c.inbox.sweepIntervalS * 1000))),
+                inbox: InboxService(importer: importer, sweepInterval: c.inboxSweepInterval),
                 http: http, operations: operations, serverKey: security.keys?.publicKey)
             partsBox.set(parts)
             return parts

@@ -6,8 +6,8 @@ import ZeroMQ
 
 /// The ROUTER socket of PROTOCOL.md §4, on a thread of its own (`query`).
 ///
-/// Each request becomes a task running the handler; its reply comes back to
-/// the socket's thread through the loop's mailbox. REQ and DEALER clients
+/// Each request becomes a child task of `run()` running the handler; its
+/// reply comes back to the socket's thread through the loop's mailbox. REQ and DEALER clients
 /// both work: everything before the last frame is the envelope, returned as
 /// is. In a shutdown, new requests get `unavailable` while those in flight
 /// finish (bounded by `Configuration.grace`).
@@ -33,6 +33,15 @@ public final class QueryEndpoint: Service {
         var body: Data
     }
 
+    /// A request read on the socket's thread, for `run()` to answer.
+    struct Request: Sendable {
+        var envelope: [Data]
+        var body: Data
+        var caller: QueryHandler.Caller
+        /// Read after the shutdown began: answered `unavailable`.
+        var draining: Bool
+    }
+
     public let name = "query"
     private let configuration: Configuration
     private let context: ZMQContext
@@ -42,6 +51,8 @@ public final class QueryEndpoint: Service {
     private let draining = Atomic<Bool>(false)
     private let endpoints = Mutex<[String]>([])
     private let logger: Logger
+    private let requests: AsyncStream<Request>
+    private let incoming: AsyncStream<Request>.Continuation
 
     /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
     public init(configuration: Configuration, context: ZMQContext, handler: QueryHandler, logger: Logger = Logger(label: "query"))
@@ -52,6 +63,7 @@ public final class QueryEndpoint: Service {
         self.context = context
         self.handler = handler
         loop = try SocketLoop(name: "query")
+        (requests, incoming) = AsyncStream.makeStream(of: Request.self)
     }
 
     /// The endpoints actually bound (with real ports for `:*` binds).
@@ -61,8 +73,7 @@ public final class QueryEndpoint: Service {
     ///
     /// - Throws: `ZMQError` naming the endpoint when a bind fails.
     public func start() async throws {
-        let mailbox = loop.mailbox
-        let (logger, configuration, context, handler) = (logger, configuration, context, handler)
+        let (logger, configuration, context, incoming) = (logger, configuration, context, incoming)
         try await loop.start { [self] in
             let socket = try ZMQSocket(context, .router)
             try socket.setMaxMessageSize(Int64(configuration.maxMessageBytes) * 2)
@@ -86,12 +97,11 @@ public final class QueryEndpoint: Service {
                         else { break }
                         let envelope = Array(frames.dropLast())
                         self.inFlight.add(1, ordering: .relaxed)
-                        let draining = self.draining.load(ordering: .relaxed)
-                        let caller: QueryHandler.Caller = authenticated ? .client(client ?? "") : .local
-                        Task {
-                            let reply = await handler.handle(body, draining: draining, caller: caller)
-                            mailbox.post(Reply(envelope: envelope, body: reply))
-                        }
+                        incoming.yield(
+                            Request(
+                                envelope: envelope, body: body,
+                                caller: authenticated ? .client(client ?? "") : .local,
+                                draining: self.draining.load(ordering: .relaxed)))
                     }
                 },
                 received: { replies in
@@ -108,16 +118,29 @@ public final class QueryEndpoint: Service {
     /// Whether the socket loop's thread goes round within `timeout` (health, watchdog).
     public func answers(within timeout: Duration) async -> Bool { await loop.answers(within: timeout) }
 
-    /// Runs until shutdown; then answers `unavailable`, lets requests in
-    /// flight finish (bounded by `grace`), and closes.
+    /// Answers each request in a child task until shutdown; then answers
+    /// `unavailable`, lets requests in flight finish (bounded by `grace`),
+    /// and closes.
     public func run() async throws {
-        await gracefulShutdown()
-        draining.store(true, ordering: .relaxed)
-        let clock = ContinuousClock()
-        let deadline = clock.now + configuration.grace
-        while inFlight.load(ordering: .relaxed) > 0 && clock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
+        let (handler, mailbox) = (handler, loop.mailbox)
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                await gracefulShutdown()
+                self.draining.store(true, ordering: .relaxed)
+                let clock = ContinuousClock()
+                let deadline = clock.now + self.configuration.grace
+                while self.inFlight.load(ordering: .relaxed) > 0 && clock.now < deadline {
+                    try? await Task.sleep(for: .milliseconds(5))
+                }
+                await self.loop.stop()
+                self.incoming.finish()
+            }
+            for await request in requests {
+                group.addTask {
+                    let reply = await handler.handle(request.body, draining: request.draining, caller: request.caller)
+                    mailbox.post(Reply(envelope: request.envelope, body: reply))
+                }
+            }
         }
-        await loop.stop()
     }
 }
