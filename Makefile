@@ -1,10 +1,10 @@
 # coffee-tracker — build, run and test on a fresh Debian machine (as root).
 SWIFT ?= swift
 CONFIG ?= config/coffee-tracker.json
-APT_PACKAGES := libzmq3-dev libsqlite3-dev pkg-config
-PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client
+APT_PACKAGES := libzmq3-dev libsqlite3-dev pkg-config chromium chromium-driver
+PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client selenium
 
-.PHONY: all deps build release run test lint format unit integration bench soak tsan fuzz install clean
+.PHONY: all deps build release run test lint format unit integration pyenv bench soak tsan fuzz install clean
 
 all: build
 
@@ -17,7 +17,7 @@ deps:
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
-	@python3 -c "import zmq, pytest, pytest_timeout, prometheus_client" 2>/dev/null || python3 -m pip install -q $(PY_PACKAGES)
+	@python3 -c "import zmq, pytest, pytest_timeout, prometheus_client, selenium" 2>/dev/null || python3 -m pip install -q $(PY_PACKAGES)
 	@command -v cc >/dev/null || command -v gcc >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc >/dev/null; }
 
 build: deps
@@ -45,8 +45,16 @@ unit: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test < /dev/null
 
-integration: build
-	COFFEE_TRACKER=$(CURDIR)/.build/debug/coffee-tracker python3 -m pytest -q --timeout=300 Tests/integration
+## The Python client (clients/python) installed as a user would, into a
+## virtual environment that sees the test tools; the integration tests run there.
+PYENV := .build/pyenv
+pyenv: deps
+	@test -x $(PYENV)/bin/python || python3 -m venv --system-site-packages $(PYENV)
+	@$(PYENV)/bin/python -m pip uninstall -q -y coffee-tracker-client 2>/dev/null || true
+	@$(PYENV)/bin/python -m pip install -q --disable-pip-version-check ./clients/python
+
+integration: build pyenv
+	COFFEE_TRACKER=$(CURDIR)/.build/debug/coffee-tracker $(PYENV)/bin/python -m pytest -q --timeout=300 Tests/integration
 
 ## Benchmarks (never part of `make test`): release build, real processes, loopback.
 bench: release

@@ -37,6 +37,9 @@ let package = Package(
         // Pure domain: drinks, validation, dates, the caffeine model.
         .target(name: "CoffeeDomain", swiftSettings: strict),
 
+        // The seed's complication, drawn: the caffeine curve as SVG (pure).
+        .target(name: "CoffeeCharts", dependencies: ["CoffeeDomain"], swiftSettings: strict),
+
         // The anchored store (HealthKit's role in the seed).
         .target(
             name: "HealthStore", dependencies: ["CoffeeDomain", "SQLite", "CoffeeLogging", "CoffeeLifecycle", "Syscall"],
@@ -52,13 +55,15 @@ let package = Package(
             name: "CoffeeService",
             dependencies: [
                 "CoffeeDomain", "HealthStore", "CoffeeModel", "ZeroMQ", "CoffeeLogging", "CoffeeLifecycle", "Syscall",
-                "CMalloc",
+                "CMalloc", "CoffeeCharts",
             ],
             swiftSettings: strict),
 
         .executableTarget(
             name: "coffee-tracker",
-            dependencies: ["CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "SQLite", "CoffeeLogging", "Syscall"],
+            dependencies: [
+                "CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "SQLite", "CoffeeLogging", "Syscall", "CoffeeCharts",
+            ],
             swiftSettings: strict),
 
         // `make bench`: load generator, subscribers and baselines.
@@ -70,6 +75,7 @@ let package = Package(
         .testTarget(
             name: "CoffeeDomainTests", dependencies: ["CoffeeDomain"], resources: [.copy("Vectors")],
             swiftSettings: strict),
+        .testTarget(name: "CoffeeChartsTests", dependencies: ["CoffeeCharts", "CoffeeDomain"], swiftSettings: strict),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "CoffeeDomain", "SQLite"], swiftSettings: strict),
         .testTarget(
             name: "CoffeeModelTests", dependencies: ["CoffeeModel", "HealthStore", "CoffeeDomain", "CoffeeLifecycle"],

@@ -92,6 +92,11 @@ public struct ModelSnapshot: Sendable, Hashable {
     public struct Point: Sendable, Hashable {
         public var date: Date
         public var mgCaffeine: Double
+
+        public init(date: Date, mgCaffeine: Double) {
+            self.date = date
+            self.mgCaffeine = mgCaffeine
+        }
     }
 
     public var anchor: Int64

@@ -71,6 +71,9 @@ struct CoffeeTrackerCLI {
         } catch let error as Arguments.UsageError {
             printError("coffee-tracker \(command): \(error)\nRun `coffee-tracker \(command) --help` for usage.")
             code = 2
+        } catch let error as EndpointDiscovery.SchemeMissing {
+            printError("coffee-tracker \(command): \(error)\nRun `coffee-tracker \(command) --help` for usage.")
+            code = 2
         } catch {
             printError("coffee-tracker \(command): \(error)")
             code = 1

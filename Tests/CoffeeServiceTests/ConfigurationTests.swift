@@ -56,7 +56,7 @@ struct ConfigurationTests {
             {"dataDirectory": "d2", "inboxDirectory": "i2", "inbox": {"sweepIntervalS": 2},
              "ingest": {"bind": ["ipc:///a"], "connect": ["ipc:///b"], "receiveHighWaterMark": 7},
              "updates": {"bind": ["ipc:///c"], "sendHighWaterMark": 8}, "query": {"bind": ["ipc:///d"]},
-             "http": {"bind": "127.0.0.1:9"}, "model": {"halfLifeHours": 4, "timeZone": "Asia/Kathmandu"},
+             "http": {"bind": "127.0.0.1:9"}, "model": {"halfLifeHours": 4, "timeZone": "Asia/Kathmandu", "sleepThresholdMg": 30},
              "publish": {"modelIntervalMs": 7, "refreshIntervalS": 8, "heartbeatIntervalS": 9},
              "store": {"tombstoneRetentionDays": 3},
              "limits": {"maxMgCaffeine": 9, "maxFutureSkewS": 9, "earliestDate": "2001-01-01T00:00:00Z",

@@ -130,7 +130,7 @@ def test_7_add_echoes_what_it_stored_changes_shows_the_type_and_endpoints_need_a
     p = service.run_cli("changes")
     assert p.returncode == 0 and " doubleEspresso" in p.stdout
     p = subprocess.run([BINARY, "status", "--query", "127.0.0.1:5557"], capture_output=True, text=True, timeout=30)
-    assert p.returncode == 1 and "tcp://127.0.0.1:5557" in p.stderr and "needs a scheme" in p.stderr
+    assert p.returncode == 2 and "tcp://127.0.0.1:5557" in p.stderr and "needs a scheme" in p.stderr
 
 
 def test_8_dates_before_2000_deletes_and_re_adds_say_what_happened(service):

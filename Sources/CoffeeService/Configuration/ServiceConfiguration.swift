@@ -1,3 +1,4 @@
+import CoffeeCharts
 import CoffeeDomain
 import CoffeeLogging
 import CoffeeModel
@@ -63,6 +64,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public struct Model: Sendable, Equatable {
         public var halfLifeHours = CaffeineModel().halfLifeHours
         public var timeZone = TimeZone.current.identifier
+        /// The picture's "under this by" line (PROTOCOL.md §10).
+        public var sleepThresholdMg = CaffeineChart(model: CaffeineModel()).sleepThresholdMg
     }
 
     /// `publish`.
@@ -135,6 +138,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Key("updates.bind", \.updates.bind), Key("updates.sendHighWaterMark", \.updates.sendHighWaterMark),
         Key("query.bind", \.query.bind), Key("http.bind", \.http.bind),
         Key("model.halfLifeHours", \.model.halfLifeHours), Key("model.timeZone", \.model.timeZone),
+        Key("model.sleepThresholdMg", \.model.sleepThresholdMg),
         Key("publish.modelIntervalMs", \.publish.modelIntervalMs),
         Key("publish.refreshIntervalS", \.publish.refreshIntervalS),
         Key("publish.heartbeatIntervalS", \.publish.heartbeatIntervalS),
@@ -187,6 +191,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
         DrinkValidator.Limits(
             maxMgCaffeine: limits.maxMgCaffeine, maxFutureSkew: limits.maxFutureSkewS, earliestDate: limits.earliestDate)
     }
+
+    public var chart: CaffeineChart { CaffeineChart(model: caffeineModel, sleepThresholdMg: model.sleepThresholdMg) }
 
     public var caffeineModel: CaffeineModel {
         CaffeineModel(halfLifeHours: model.halfLifeHours, timeZone: TimeZone(identifier: model.timeZone) ?? .current)

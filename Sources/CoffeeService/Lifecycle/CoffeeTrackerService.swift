@@ -162,9 +162,6 @@ public final class CoffeeTrackerService: Sendable {
             let broadcaster = try Broadcaster(
                 configuration: c.broadcasterConfiguration(curve: security.server("updates")), context: context, store: store,
                 counters: counters)
-            let modelService = ModelService(
-                store: store, model: model, controller: controller, configuration: c.modelServiceConfiguration,
-                publish: { broadcaster.publish($0) })
             let handler = QueryHandler(
                 store: store, model: model, controller: controller, validator: validator, counters: counters, clock: clock,
                 maxMessageBytes: c.limits.maxMessageBytes, registry: security.registry)
@@ -183,16 +180,25 @@ public final class CoffeeTrackerService: Sendable {
 
             let zap = try security.registry.map { try ZAPHandler(context: context, registry: $0, counters: counters) }
             let partsBox = PartsBox()
+            let pictures = ModelPictures(store: store, model: model, follower: controller, chart: c.chart, clock: clock)
             let http = try c.httpConfiguration.map { httpConfiguration in
                 try HTTPEndpoint(configuration: httpConfiguration) { method, path in
                     guard let parts = partsBox.parts else { return HTTPResponse(status: 503, body: "starting\n") }
                     return await OperationsRoutes(
                         store: parts.store, phase: self.phase,
                         metrics: ServiceMetrics(
-                            counters: self.counters, store: parts.store, broadcaster: parts.broadcaster, model: parts.model)
+                            counters: self.counters, store: parts.store, broadcaster: parts.broadcaster, model: parts.model),
+                        pictures: pictures
                     ).answer(method, path)
                 }
             }
+            // Each model goes to the bus's subscribers and to the page's event streams.
+            let modelService = ModelService(
+                store: store, model: model, controller: controller, configuration: c.modelServiceConfiguration,
+                publish: { snapshot in
+                    broadcaster.publish(snapshot)
+                    http?.publish(event: ModelPictures.modelEvent(snapshot))
+                })
             var probes: [OperationsService.Probe] = [
                 ("store", { await store.answers(within: .seconds(1)) }),
                 ("updates", { await broadcaster.answers(within: .seconds(1)) }),

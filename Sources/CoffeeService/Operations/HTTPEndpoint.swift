@@ -9,23 +9,26 @@ import ZeroMQ
     import Glibc
 #endif
 
-/// The monitoring endpoint of PROTOCOL.md §9 (`http.bind`): a small HTTP/1.1
-/// server on a thread of its own (`http`) that answers `GET /metrics`,
-/// `/healthz` and `/readyz`, and 404 for anything else.
+/// The HTTP endpoint (`http.bind`, PROTOCOL.md §9 and §10): a small HTTP/1.1
+/// server on a thread of its own (`http`) that answers through `route`
+/// (`OperationsRoutes`: the metrics, health, the live page and its picture).
 ///
-/// Each connection gets one request and one response, then is closed. A
+/// Each connection gets one request and one response, then is closed, but
+/// for an event stream (`HTTPResponse.streams`), which stays open and gets
+/// every event `publish` hands over, and a comment line every 15 s. A
 /// request head over 8 KiB, or one slower than 5 s to arrive, is closed
-/// without an answer. Answers are made by `route` on the cooperative pool
-/// and handed back through a mailbox, so a slow answer never holds the
-/// thread, and nothing here ever waits for a socket loop or the store.
+/// without an answer; a stream client that falls more than 1 MiB behind is
+/// closed (its browser reconnects). Answers are made by `route` on the
+/// cooperative pool and handed back through a mailbox, so a slow answer
+/// never holds the thread, and nothing here ever waits for a socket loop or the store.
 public final class HTTPEndpoint: Service {
     public struct Configuration: Sendable {
         /// `host:port` (`http.bind`); port 0 lets the system choose.
         public var bind: String = "127.0.0.1:5558"
         /// How long a request may take to arrive.
         public var requestTimeout: Duration = .seconds(5)
-        /// At most this many connections at once; more wait in the backlog.
-        public var maxConnections = 64
+        /// At most this many connections at once (event streams included); more wait in the backlog.
+        public var maxConnections = 512
 
         public init() {}
     }
@@ -36,7 +39,7 @@ public final class HTTPEndpoint: Service {
     public let name = "http"
     private let configuration: Configuration
     private let route: Route
-    private let mailbox: Mailbox<(Int32, [UInt8])>
+    private let mailbox: Mailbox<Delivery>
     private let stopping = Atomic<Bool>(false)
     private let bound = Mutex<String?>(nil)
     /// Triggered when the thread has closed its sockets.
@@ -48,6 +51,18 @@ public final class HTTPEndpoint: Service {
         self.configuration = configuration
         self.route = route
         mailbox = try Mailbox()
+    }
+
+    /// What reaches the thread: an answer for a connection, or an event for every stream.
+    enum Delivery: Sendable {
+        case answer(Int32, [UInt8], streams: Bool)
+        case event([UInt8])
+    }
+
+    /// Hands `event` (a server-sent event, `HTTPResponse.event`) to every
+    /// open event stream; never blocks.
+    public func publish(event: String) {
+        mailbox.post(.event(Array(event.utf8)))
     }
 
     /// The address really bound, `host:port`.
@@ -111,17 +126,24 @@ public final class HTTPEndpoint: Service {
         return fd
     }
 
-    private struct Client {
+    struct Client {
         var buffer: [UInt8] = []
         var deadline: ContinuousClock.Instant
         var answering = false
         var output: [UInt8] = []
         var written = 0
+        /// An event stream: kept open once its output is sent.
+        var streaming = false
     }
+
+    /// A stream client further behind than this is closed.
+    static let streamBacklogLimit = 1 << 20
+    static let keepAliveInterval: Duration = .seconds(15)
 
     /// The thread's loop: poll the listener, the mailbox and the clients.
     private func serve(_ listener: Int32) {
         var clients: [Int32: Client] = [:]
+        var nextKeepAlive = ContinuousClock.now + Self.keepAliveInterval
         while !stopping.load(ordering: .sequentiallyConsistent) {
             var fds = [
                 pollfd(fd: listener, events: Int16(POLLIN), revents: 0),
@@ -137,9 +159,15 @@ public final class HTTPEndpoint: Service {
                     accept(listener, into: &clients, now: now)
                 }
                 if fds[1].revents != 0 {
-                    for (fd, bytes) in mailbox.drain() where clients[fd] != nil {
-                        clients[fd]!.output = bytes
-                        clients[fd]!.written = 0
+                    for delivery in mailbox.drain() {
+                        switch delivery {
+                        case .answer(let fd, let bytes, let streams) where clients[fd] != nil:
+                            clients[fd]!.output = bytes
+                            clients[fd]!.written = 0
+                            clients[fd]!.streaming = streams
+                        case .answer: break  // the client left meanwhile
+                        case .event(let bytes): send(bytes, toStreams: &clients)
+                        }
                     }
                 }
                 for item in fds.dropFirst(2) where item.revents != 0 {
@@ -151,13 +179,26 @@ public final class HTTPEndpoint: Service {
                         }
                         clients[item.fd] = client
                     } else {
-                        guard write(item.fd, from: &client) else {
+                        switch write(item.fd, from: &client) {
+                        case .pending: break
+                        case .gone:
                             close(item.fd, &clients)
                             continue
+                        case .done:
+                            guard client.streaming else {
+                                close(item.fd, &clients)
+                                continue
+                            }
+                            client.output = []
+                            client.written = 0
                         }
                         clients[item.fd] = client
                     }
                 }
+            }
+            if now >= nextKeepAlive {
+                send(Array(": keep-alive\n\n".utf8), toStreams: &clients)
+                nextKeepAlive = now + Self.keepAliveInterval
             }
             // Too slow to send its request: closed without an answer.
             for (fd, client) in clients where !client.answering && now >= client.deadline { close(fd, &clients) }
@@ -221,14 +262,18 @@ public final class HTTPEndpoint: Service {
                 let response: HTTPResponse =
                     method == "GET" || method == "HEAD"
                     ? await route(method, path) : HTTPResponse(status: 405, body: "only GET\n")
-                mailbox.post((fd, response.bytes))
+                mailbox.post(.answer(fd, response.bytes, streams: response.streams))
             }
             return true
         }
     }
 
-    /// Writes what it can; false once all is written (or the client left).
-    private func write(_ fd: Int32, from client: inout Client) -> Bool {
+    enum WriteOutcome {
+        case pending, done, gone
+    }
+
+    /// Writes what it can.
+    private func write(_ fd: Int32, from client: inout Client) -> WriteOutcome {
         let remaining = client.output.count - client.written
         let written = client.written
         let outcome = client.output.withUnsafeBytes { buffer in
@@ -236,10 +281,28 @@ public final class HTTPEndpoint: Service {
                 try Syscall.nonBlocking("write", "http client") { Glibc.write(fd, buffer.baseAddress! + written, remaining) }
             }
         }
-        guard case .success(let result) = outcome else { return false }  // the client is gone
-        guard let n = result else { return true }  // would block: try again when writable
+        guard case .success(let result) = outcome else { return .gone }
+        guard let n = result else { return .pending }  // would block: try again when writable
         client.written += n
-        return client.written < client.output.count
+        return client.written < client.output.count ? .pending : .done
+    }
+
+    /// Appends `bytes` to every open event stream, and writes at once what
+    /// the socket takes (the publish delay is the service's, not the next poll's).
+    private func send(_ bytes: [UInt8], toStreams clients: inout [Int32: Client]) {
+        for fd in Array(clients.keys) where clients[fd]!.streaming {
+            var client = clients[fd]!
+            if client.written > 0, client.written == client.output.count {
+                client.output = []
+                client.written = 0
+            }
+            client.output += bytes
+            guard client.output.count - client.written <= Self.streamBacklogLimit, write(fd, from: &client) != .gone else {
+                close(fd, &clients)
+                continue
+            }
+            clients[fd] = client
+        }
     }
 
     private func close(_ fd: Int32, _ clients: inout [Int32: Client]) {

@@ -40,22 +40,33 @@ public enum HTTPRequestHead: Equatable, Sendable {
     }
 }
 
-/// A response of the monitoring endpoint.
+/// A response of the HTTP endpoint.
 public struct HTTPResponse: Sendable, Equatable {
     public var status: Int
     public var contentType: String
     public var body: String
+    /// Further header fields (`Content-Security-Policy`, `Cache-Control`).
+    public var headers: [String: String]
+    /// An event stream (`text/event-stream`): the body is its first events,
+    /// and the connection stays open for those published later.
+    public var streams: Bool
 
-    public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: String) {
+    public init(
+        status: Int, contentType: String = "text/plain; charset=utf-8", body: String, headers: [String: String] = [:],
+        streams: Bool = false
+    ) {
         self.status = status
         self.contentType = contentType
         self.body = body
+        self.headers = headers
+        self.streams = streams
     }
 
     static func reason(_ status: Int) -> String {
         switch status {
         case 200: "OK"
         case 400: "Bad Request"
+        case 403: "Forbidden"
         case 404: "Not Found"
         case 405: "Method Not Allowed"
         case 408: "Request Timeout"
@@ -65,12 +76,19 @@ public struct HTTPResponse: Sendable, Equatable {
         }
     }
 
-    /// The bytes on the wire; every response closes its connection.
+    /// The bytes on the wire. A response closes its connection when its body
+    /// is sent, except an event stream, which has no length and stays open.
     public var bytes: [UInt8] {
         let body = Array(self.body.utf8)
-        let head =
-            "HTTP/1.1 \(status) \(Self.reason(status))\r\nContent-Type: \(contentType)\r\n"
-            + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+        var head = "HTTP/1.1 \(status) \(Self.reason(status))\r\nContent-Type: \(contentType)\r\n"
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { head += "\(name): \(value)\r\n" }
+        head += streams ? "Cache-Control: no-store\r\n\r\n" : "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
         return Array(head.utf8) + body
+    }
+
+    /// One server-sent event: `event: NAME` and its data, one `data:` line per line.
+    public static func event(_ name: String, data: String) -> String {
+        "event: \(name)\n" + data.split(separator: "\n", omittingEmptySubsequences: false).map { "data: \($0)\n" }.joined()
+            + "\n"
     }
 }

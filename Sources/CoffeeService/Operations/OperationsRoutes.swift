@@ -1,14 +1,17 @@
 import HealthStore
 
-/// What the monitoring endpoint answers (PROTOCOL.md §9): `/healthz` (the
-/// store's thread answers), `/readyz` (started, not draining, the store
-/// writes), `/metrics`; 404 for anything else.
+/// What the HTTP endpoint answers (PROTOCOL.md §9 and §10): `/healthz`
+/// (the store's thread answers), `/readyz` (started, not draining, the
+/// store writes), `/metrics`, and the model's page, picture and events
+/// (`ModelPictures`); 404 for anything else.
 struct OperationsRoutes: Sendable {
     let store: HealthStore
     let phase: ServicePhase
     let metrics: ServiceMetrics
+    let pictures: ModelPictures
 
     func answer(_ method: String, _ path: String) async -> HTTPResponse {
+        if let answer = await pictures.answer(path) { return answer }
         switch path {
         case "/healthz":
             return await store.answers(within: .seconds(1))
@@ -27,7 +30,7 @@ struct OperationsRoutes: Sendable {
         case "/metrics":
             return HTTPResponse(status: 200, contentType: MetricsExposition.contentType, body: await metrics.text())
         default:
-            return HTTPResponse(status: 404, body: "not found; try /metrics, /healthz or /readyz\n")
+            return HTTPResponse(status: 404, body: "not found; try /, /model.svg, /events, /metrics, /healthz or /readyz\n")
         }
     }
 }

@@ -128,13 +128,18 @@ extension ZMQSocket {
 /// Where a client finds the service: `endpoints.json` in the data folder
 /// when the service wrote one, else the configured binds.
 public enum EndpointDiscovery {
+    /// An endpoint written without its scheme: bad usage (exit 2, PROTOCOL.md §8).
+    public struct SchemeMissing: Error, CustomStringConvertible {
+        public let description: String
+    }
+
     /// A client-side endpoint needs its scheme; say which form is meant.
     ///
-    /// - Throws: `QueryClient.Failure` showing the right form.
-    public static func checkScheme(_ endpoint: String) throws {
+    /// - Throws: `SchemeMissing` showing the right form.
+    public static func checkScheme(_ endpoint: String) throws(SchemeMissing) {
         guard !["tcp://", "ipc://", "inproc://"].contains(where: { endpoint.hasPrefix($0) }) else { return }
         let form = endpoint.contains(":") ? "tcp://\(endpoint)" : "ipc://\(endpoint)"
-        throw QueryClient.Failure(
+        throw SchemeMissing(
             description: "endpoint \"\(endpoint)\" needs a scheme: \(form) (tcp://HOST:PORT, or ipc:///path/to/socket)")
     }
 

@@ -49,24 +49,13 @@ public struct SecuritySetup: Sendable {
                 throw Refusal(description: error.description)
             }
         }
-        // Plaintext is for one machine: every endpoint without CURVE (all of
-        // them without security.curve, and connects without a serverKey).
-        var plaintext = configuration.ingest.connect.filter { !setup.isCurve || $0.serverKey == nil }.map {
-            (key: "ingest.connect", endpoint: $0.endpoint)
-        }
-        if !setup.isCurve {
-            plaintext += configuration.tcpEndpoints.filter { $0.key != "ingest.connect" }
-        }
-        for (key, endpoint) in plaintext where endpoint.hasPrefix("tcp://") && !isLoopback(endpoint) {
+        for (key, endpoint) in plaintextEndpoints(configuration, curve: setup.isCurve) where !isLoopback(endpoint) {
             if configuration.security.allowPlaintextRemote {
                 setup.warnings.append(
-                    "\(key) \(endpoint) is not a loopback address and speaks plaintext: anyone who can reach it can read and change this store (security.allowPlaintextRemote is true)"
+                    "\(key) \(displayed(endpoint, key)) is not a loopback address and speaks plaintext: anyone who can reach it can read\(key == "http.bind" ? "" : " and change") this store (security.allowPlaintextRemote is true)"
                 )
             } else {
-                throw Refusal(
-                    description:
-                        "\(key) \(endpoint) is not a loopback address, and without CURVE the service speaks plaintext, for one machine only. Set security.curve (PROTOCOL.md §6), or security.allowPlaintextRemote: true to accept plaintext across the network"
-                )
+                throw Refusal(description: refusal(key, endpoint))
             }
         }
         return setup
@@ -83,16 +72,10 @@ public struct SecuritySetup: Sendable {
             do { _ = try ClientRegistry(directory: settings.clientsDirectory) } catch { problems.append(error.description) }
         }
         // Plaintext addresses, all of them (prepare stops at the first).
-        let curve = configuration.security.curve != nil
-        var endpoints = configuration.ingest.connect.filter { !curve || $0.serverKey == nil }.map {
-            (key: "ingest.connect", endpoint: $0.endpoint)
-        }
-        if !curve { endpoints += configuration.tcpEndpoints.filter { $0.key != "ingest.connect" } }
         if !configuration.security.allowPlaintextRemote {
-            for (key, endpoint) in endpoints where endpoint.hasPrefix("tcp://") && !isLoopback(endpoint) {
-                problems.append(
-                    "\(key) \(endpoint) is not a loopback address, and without CURVE it would speak plaintext; set security.curve, or security.allowPlaintextRemote: true"
-                )
+            for (key, endpoint) in plaintextEndpoints(configuration, curve: configuration.security.curve != nil)
+            where !isLoopback(endpoint) {
+                problems.append(refusal(key, endpoint))
             }
         }
         return problems
@@ -129,6 +112,33 @@ public struct SecuritySetup: Sendable {
     }
 
     /// Whether a `tcp://host:port` endpoint is on loopback (127.0.0.0/8, ::1, localhost).
+    /// Plaintext is for one machine: every TCP endpoint without CURVE (all
+    /// of ZeroMQ's without security.curve, and connects without a
+    /// serverKey), and the HTTP endpoint always (it serves health data:
+    /// the live page, the picture, the events and the metrics).
+    static func plaintextEndpoints(_ configuration: ServiceConfiguration, curve: Bool) -> [(key: String, endpoint: String)] {
+        var plaintext = configuration.ingest.connect.filter { !curve || $0.serverKey == nil }.map {
+            (key: "ingest.connect", endpoint: $0.endpoint)
+        }
+        if !curve { plaintext += configuration.tcpEndpoints.filter { $0.key != "ingest.connect" } }
+        if let http = configuration.http.bind { plaintext.append((key: "http.bind", endpoint: "tcp://" + http)) }
+        return plaintext.filter { $0.endpoint.hasPrefix("tcp://") }
+    }
+
+    static func refusal(_ key: String, _ endpoint: String) -> String {
+        if key == "http.bind" {
+            return
+                "http.bind \(displayed(endpoint, key)) is not a loopback address, and the HTTP endpoint serves health data in plaintext, for one machine only. Bind it to 127.0.0.1 behind a TLS proxy, or set security.allowPlaintextRemote: true to accept plaintext across the network"
+        }
+        return
+            "\(key) \(endpoint) is not a loopback address, and without CURVE the service speaks plaintext, for one machine only. Set security.curve (PROTOCOL.md §6), or security.allowPlaintextRemote: true to accept plaintext across the network"
+    }
+
+    /// `http.bind` is written `host:port` in the file, not as a ZeroMQ endpoint.
+    private static func displayed(_ endpoint: String, _ key: String) -> String {
+        key == "http.bind" ? String(endpoint.dropFirst("tcp://".count)) : endpoint
+    }
+
     static func isLoopback(_ endpoint: String) -> Bool {
         var rest = endpoint.dropFirst("tcp://".count)
         if let semicolon = rest.lastIndex(of: ";") { rest = rest[rest.index(after: semicolon)...] }  // source;destination

@@ -39,9 +39,13 @@ enum ClientCommands {
         through everything and prints the anchor to continue from.
         """,
         "model": """
-        Usage: coffee-tracker model [--at DATE]
+        Usage: coffee-tracker model [--at DATE] [--svg FILE]
 
         Shows caffeine in the body, its level, cups today and the anchor.
+          --svg FILE    draws the caffeine curve instead, 12 h back to 24 h ahead,
+                        as an SVG picture into FILE (- for standard output): the
+                        level bands, each drink, "now", and when caffeine falls
+                        under model.sleepThresholdMg (from --config, default 50)
         """,
         "status": """
         Usage: coffee-tracker status
@@ -56,7 +60,7 @@ enum ClientCommands {
             words,
             valued: [
                 "config", "query", "timeout", "type", "mg", "date", "uuid", "version", "source", "since", "limit", "at", "key",
-                "server-key",
+                "server-key", "svg",
             ],
             switches: ["help", "json"])
         if args.has("help") {
@@ -150,6 +154,8 @@ enum ClientCommands {
                     break
                 }
             }
+        case "model" where args["svg"] != nil:
+            try drawModel(client, args, configuration)
         case "model":
             var modelRequest: [(String, JSONValue)] = [("op", "model")]
             if let at = args["at"] { modelRequest.append(("at", .string(at))) }

@@ -1,0 +1,67 @@
+import CoffeeCharts
+import CoffeeDomain
+import CoffeeModel
+import Foundation
+import HealthStore
+
+/// What the HTTP endpoint shows of the model (PROTOCOL.md §10): the live
+/// page and its assets, the picture (`/model.svg`, drawn from the store's
+/// drinks of the last 36 hours), and the first events of `/events` (the
+/// current model, so that a page draws at once; later ones come from
+/// `ModelService`'s publishing).
+struct ModelPictures: Sendable {
+    let store: HealthStore
+    let model: CoffeeData
+    let follower: StoreFollower
+    let chart: CaffeineChart
+    let clock: any WallClock
+
+    static let pageHeaders = ["Content-Security-Policy": LivePage.contentSecurityPolicy, "Cache-Control": "no-store"]
+
+    /// The answer for `path`, or nil when it is not one of the pictures'.
+    func answer(_ path: String) async -> HTTPResponse? {
+        switch path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path {
+        case "/", "/index.html":
+            return HTTPResponse(
+                status: 200, contentType: "text/html; charset=utf-8", body: LivePage.html, headers: Self.pageHeaders)
+        case "/app.js":
+            return HTTPResponse(
+                status: 200, contentType: "text/javascript; charset=utf-8", body: LivePage.script, headers: Self.pageHeaders)
+        case "/app.css":
+            return HTTPResponse(
+                status: 200, contentType: "text/css; charset=utf-8", body: LivePage.style, headers: Self.pageHeaders)
+        case "/favicon.svg", "/favicon.ico":
+            return HTTPResponse(status: 200, contentType: "image/svg+xml", body: LivePage.icon, headers: Self.pageHeaders)
+        case "/model.svg":
+            return await svg()
+        case "/events":
+            return await events()
+        default:
+            return nil
+        }
+    }
+
+    func svg() async -> HTTPResponse {
+        let now = clock.now()
+        do {
+            let drinks = try await store.drinks(datedIn: CaffeineChart.window(at: now))
+            return HTTPResponse(
+                status: 200, contentType: "image/svg+xml", body: chart.svg(drinks, now: now), headers: Self.pageHeaders)
+        } catch {
+            return HTTPResponse(status: 503, body: "the store cannot be read: \(error)\n")
+        }
+    }
+
+    /// An event stream that starts with the current model.
+    func events() async -> HTTPResponse {
+        await follower.catchUp()
+        var body = "retry: 2000\n\n"
+        if let snapshot = await model.snapshot() { body += Self.modelEvent(snapshot) }
+        return HTTPResponse(status: 200, contentType: "text/event-stream", body: body, streams: true)
+    }
+
+    /// The model as a server-sent event: the body of its `model` message.
+    static func modelEvent(_ snapshot: ModelSnapshot) -> String {
+        HTTPResponse.event("model", data: String(decoding: JSONValue.object(WireFormat.members(snapshot)).data(), as: UTF8.self))
+    }
+}

@@ -1,0 +1,45 @@
+import CoffeeCharts
+import CoffeeDomain
+import CoffeeService
+import Foundation
+
+extension ClientCommands {
+    /// `model --svg FILE`: the live drinks of the chart's 36 hours, read
+    /// through `changes` from null, drawn as `GET /model.svg` draws them.
+    static func drawModel(_ client: QueryClient, _ args: Arguments, _ configuration: ServiceConfiguration) throws {
+        let path = args["svg"]!
+        var now = Date()
+        if let at = args["at"] {
+            guard let date = RFC3339.parse(at) else {
+                throw Arguments.UsageError(description: "--at needs an RFC 3339 date with a zone, got \"\(at)\"")
+            }
+            now = date
+        }
+        let window = CaffeineChart.window(at: now)
+        var drinks: [Drink] = []
+        var anchor: JSONValue = .null
+        while true {
+            let reply = try request(
+                client, [("op", "changes"), ("anchor", anchor), ("limit", 10_000)], Arguments([], valued: [], switches: []))
+            for d in reply["added"] as? [[String: Any]] ?? [] {
+                guard let mg = (d["mgCaffeine"] as? NSNumber)?.doubleValue, let text = d["date"] as? String,
+                    let date = RFC3339.parse(text), window.contains(date)
+                else { continue }
+                drinks.append(Drink(mgCaffeine: mg, date: date, source: d["source"] as? String ?? "query"))
+            }
+            anchor = .int((reply["anchor"] as? NSNumber)?.int64Value ?? 0)
+            if (reply["hasMore"] as? Bool) != true { break }
+        }
+        let svg = configuration.chart.svg(drinks, now: now)
+        if path == "-" {
+            print(svg, terminator: "")
+        } else {
+            do {
+                try Data(svg.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+            } catch {
+                throw QueryClient.Failure(description: "cannot write \(path): \(error.localizedDescription)")
+            }
+            print("wrote \(path): \(drinks.count) drinks in the chart's 36 hours")
+        }
+    }
+}

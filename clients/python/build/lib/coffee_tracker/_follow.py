@@ -1,0 +1,152 @@
+"""The Clone pattern of PROTOCOL.md §3 in one loop: `Client.follow()`."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional
+
+import zmq
+
+if TYPE_CHECKING:
+    from ._client import Client
+
+
+@dataclass
+class State:
+    """What a follower holds: the anchor it has applied, every live drink by
+    UUID at that anchor, and the model of that anchor when one has arrived
+    (None until then)."""
+
+    anchor: int = 0
+    drinks: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    model: Optional[Dict[str, Any]] = None
+
+
+class Follower:
+    """Subscribes first, then reads `changes` from null page by page; drops
+    what is queued at or below its anchor and applies each `changes` whose
+    `previousAnchor` is its anchor. It resyncs from its anchor on a gap, on a
+    `model` or `heartbeat` ahead of it, and after three heartbeat intervals
+    of silence (reconnecting); from null on `anchor_expired`."""
+
+    TOPICS = [b"changes", b"model", b"heartbeat"]
+    PAGE = 10_000
+
+    def __init__(self, client: "Client", timeout: Optional[float]):
+        self.client = client
+        self.timeout = timeout
+        self.state = State()
+        self.synced = False  # the state reflects a `changes` read (anchor 0 is a real anchor too)
+        self.heartbeat_interval = 1.0  # learnt from the heartbeats' spacing
+        self.last_heartbeat: Optional[float] = None
+        self.resyncs = 0
+
+    def states(self) -> Iterator[State]:
+        socket = self.client.subscriber(self.TOPICS)
+        try:
+            yield from self._run(socket)
+        finally:
+            socket.close(0)
+
+    def _run(self, socket: zmq.Socket) -> Iterator[State]:
+        reachable = time.monotonic()
+        need_sync = True
+        while True:
+            if need_sync:
+                try:
+                    self._resync()
+                except (TimeoutError, OSError):
+                    self._give_up_after(reachable)
+                    self.client.rediscover()
+                    socket.close(0)
+                    socket = self.client.subscriber(self.TOPICS)
+                    continue
+                reachable = time.monotonic()
+                need_sync = False
+                yield self.state
+            silence = max(3 * self.heartbeat_interval, 1.0)
+            if not socket.poll(int(silence * 1000)):
+                # Silence: the service restarted (perhaps on another port) or
+                # the network went away. Reconnect, and resync from here.
+                self._give_up_after(reachable)
+                self.client.rediscover()
+                socket.close(0)
+                socket = self.client.subscriber(self.TOPICS)
+                need_sync = True
+                continue
+            reachable = time.monotonic()
+            topic, body = socket.recv_multipart()
+            message = json.loads(body)
+            anchor = int(message.get("anchor", 0))
+            if topic == b"changes":
+                if anchor <= self.state.anchor:
+                    continue  # already applied (queued before the resync's reply)
+                if int(message["previousAnchor"]) != self.state.anchor:
+                    need_sync = True  # a gap: something was missed
+                    continue
+                self._apply(message)
+                self.state.anchor = anchor
+                self.state.model = None
+                yield self.state
+            elif topic == b"model":
+                if anchor > self.state.anchor:
+                    need_sync = True  # changes up to it come first: they were lost
+                elif anchor == self.state.anchor:
+                    self.state.model = message
+                    yield self.state
+            elif topic == b"heartbeat":
+                now = time.monotonic()
+                if self.last_heartbeat is not None:
+                    self.heartbeat_interval = min(max(now - self.last_heartbeat, 0.1), 60.0)
+                self.last_heartbeat = now
+                if anchor > self.state.anchor:
+                    need_sync = True
+
+    def _give_up_after(self, reachable: float) -> None:
+        if self.timeout is not None and time.monotonic() - reachable > self.timeout:
+            raise TimeoutError(
+                f"no word from {self.client.updates_endpoint} or {self.client.query_endpoint} in {self.timeout:g} s")
+
+    def _resync(self) -> None:
+        """Reads `changes` from the anchor held (from null the first time, or
+        after `anchor_expired`), page by page, then asks for the model."""
+        from ._client import CoffeeTrackerError
+
+        self.resyncs += 1
+        start: Optional[int] = self.state.anchor if self.synced else None
+        try:
+            self._read_from(start)
+        except CoffeeTrackerError as error:
+            if error.code != "anchor_expired":
+                raise
+            self._read_from(None)
+        try:
+            model = self.client.model()
+        except CoffeeTrackerError:
+            model = None
+        self.state.model = model if model is not None and int(model["anchor"]) == self.state.anchor else None
+
+    def _read_from(self, start: Optional[int]) -> None:
+        reply = self.client.changes(anchor=start, limit=self.PAGE)
+        if start is not None and int(reply["anchor"]) < start:
+            # The store is behind what we hold (restored, or a new one): start again.
+            return self._read_from(None)
+        drinks = {} if start is None else dict(self.state.drinks)
+        while True:
+            for drink in reply["added"]:
+                drinks[drink["uuid"]] = drink
+            for tombstone in reply["deleted"]:
+                drinks.pop(tombstone["uuid"], None)
+            anchor = int(reply["anchor"])
+            if not reply.get("hasMore"):
+                break
+            reply = self.client.changes(anchor=anchor, limit=self.PAGE)
+        self.state = State(anchor=anchor, drinks=drinks, model=None)
+        self.synced = True
+
+    def _apply(self, message: Dict[str, Any]) -> None:
+        for drink in message["added"]:
+            self.state.drinks[drink["uuid"]] = drink
+        for tombstone in message["deleted"]:
+            self.state.drinks.pop(tombstone["uuid"], None)
