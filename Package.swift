@@ -14,6 +14,8 @@ let package = Package(
         // For the fuzz package (Fuzz/), which builds with -sanitize=fuzzer.
         .library(name: "CoffeeDomain", targets: ["CoffeeDomain"]),
         .library(name: "CoffeeService", targets: ["CoffeeService"]),
+        // The client of PROTOCOL.md §10: typed calls and a follower of the feed, without the service.
+        .library(name: "CoffeeTrackerClient", targets: ["CoffeeTrackerClient"]),
     ],
     targets: [
         // C libraries from Debian's packages (libzmq3-dev, libsqlite3-dev).
@@ -50,6 +52,9 @@ let package = Package(
             name: "CoffeeModel", dependencies: ["CoffeeDomain", "HealthStore", "CoffeeLogging", "CoffeeLifecycle", "Syscall"],
             swiftSettings: strict),
 
+        // What a client of the service needs, and nothing of the service: its calls, typed, and follow().
+        .target(name: "CoffeeTrackerClient", dependencies: ["ZeroMQ", "CoffeeDomain"], swiftSettings: strict),
+
         // Endpoints, inbox, configuration and lifecycle.
         .target(
             name: "CoffeeService",
@@ -63,13 +68,14 @@ let package = Package(
             name: "coffee-tracker",
             dependencies: [
                 "CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "SQLite", "CoffeeLogging", "Syscall", "CoffeeCharts",
+                "CoffeeTrackerClient",
             ],
             swiftSettings: strict),
 
         // `make bench`: load generator, subscribers and baselines.
         .executableTarget(
             name: "coffee-bench",
-            dependencies: ["CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "Syscall"],
+            dependencies: ["CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "Syscall", "CoffeeTrackerClient"],
             swiftSettings: strict),
 
         .testTarget(

@@ -1,5 +1,6 @@
 import CoffeeDomain
 import CoffeeService
+import CoffeeTrackerClient
 import Foundation
 import ZeroMQ
 

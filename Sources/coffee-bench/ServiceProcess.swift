@@ -1,4 +1,5 @@
 import CoffeeService
+import CoffeeTrackerClient
 import Foundation
 import Syscall
 import ZeroMQ

@@ -1,5 +1,6 @@
 import CoffeeLogging
 import CoffeeService
+import CoffeeTrackerClient
 import Foundation
 import SQLite
 import ZeroMQ
@@ -61,7 +62,7 @@ struct CoffeeTrackerCLI {
             case "check": code = try CheckCommand.run(rest)
             case "serve": code = try await ServeCommand.run(rest)
             case "add", "delete", "changes", "model", "status": code = try ClientCommands.run(command, rest)
-            case "watch": code = try WatchCommand.run(rest)
+            case "watch": code = try await WatchCommand.run(rest)
             case "import": code = try ImportCommand.run(rest)
             case "keygen": code = try KeygenCommand.run(rest)
             default:
@@ -103,4 +104,14 @@ func loadConfiguration(_ path: String?) throws -> ServiceConfiguration {
     let fallback = "config/coffee-tracker.json"
     if FileManager.default.fileExists(atPath: fallback) { return try ConfigurationLoader.load(path: fallback) }
     return ConfigurationLoader.defaults(relativeTo: FileManager.default.currentDirectoryPath)
+}
+
+extension ServiceConfiguration {
+    /// Where the clients find the service this configuration describes.
+    var location: ServiceLocation {
+        ServiceLocation(
+            dataDirectory: dataDirectory, query: query.bind.first ?? ServiceLocation(dataDirectory: "").query,
+            updates: updates.bind.first ?? ServiceLocation(dataDirectory: "").updates,
+            ingest: ingest.bind.first ?? ServiceLocation(dataDirectory: "").ingest)
+    }
 }

@@ -196,8 +196,11 @@ public final class CoffeeTrackerService: Sendable {
             let modelService = ModelService(
                 store: store, model: model, controller: controller, configuration: c.modelServiceConfiguration,
                 publish: { snapshot in
-                    broadcaster.publish(snapshot)
-                    http?.publish(event: ModelPictures.modelEvent(snapshot))
+                    let body = JSONValue.object(WireFormat.members(snapshot)).data()
+                    broadcaster.publish("model", encoded: body)
+                    if let http, http.hasEventStreams {
+                        http.publish(event: HTTPResponse.event("model", data: String(decoding: body, as: UTF8.self)))
+                    }
                 })
             var probes: [OperationsService.Probe] = [
                 ("store", { await store.answers(within: .seconds(1)) }),

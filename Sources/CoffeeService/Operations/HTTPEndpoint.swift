@@ -65,6 +65,11 @@ public final class HTTPEndpoint: Service {
         mailbox.post(.event(Array(event.utf8)))
     }
 
+    /// Whether any event stream is open: with none, a publisher need not
+    /// even encode its event.
+    public var hasEventStreams: Bool { streams.load(ordering: .relaxed) > 0 }
+    private let streams = Atomic<Int>(0)
+
     /// The address really bound, `host:port`.
     public var boundAddress: String? { bound.withLock { $0 } }
 
@@ -165,6 +170,7 @@ public final class HTTPEndpoint: Service {
                             clients[fd]!.output = bytes
                             clients[fd]!.written = 0
                             clients[fd]!.streaming = streams
+                            if streams { self.streams.add(1, ordering: .relaxed) }
                         case .answer: break  // the client left meanwhile
                         case .event(let bytes): send(bytes, toStreams: &clients)
                         }
@@ -306,6 +312,7 @@ public final class HTTPEndpoint: Service {
     }
 
     private func close(_ fd: Int32, _ clients: inout [Int32: Client]) {
+        if clients[fd]?.streaming == true { streams.subtract(1, ordering: .relaxed) }
         clients[fd] = nil
         Syscall.close(fd)
     }

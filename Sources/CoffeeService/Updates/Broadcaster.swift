@@ -159,7 +159,12 @@ public final class Broadcaster: Service {
         post(.message(topic: topic, body: body.data()))
     }
 
-    /// Queues the model as a `model` message (`ModelService`'s sink).
+    /// Queues a message already encoded (the model, encoded once for the bus and the page's event streams).
+    public func publish(_ topic: String, encoded body: Data) {
+        post(.message(topic: topic, body: body))
+    }
+
+    /// Queues the model as a `model` message.
     public func publish(_ snapshot: ModelSnapshot) {
         publish("model", .object(WireFormat.members(snapshot)))
     }

@@ -1,5 +1,6 @@
 import CoffeeDomain
 import CoffeeService
+import CoffeeTrackerClient
 import Foundation
 
 /// `add`, `delete`, `changes`, `model`, `status`: one request to the query endpoint each.
@@ -68,10 +69,10 @@ enum ClientCommands {
             return 0
         }
         let configuration = try loadConfiguration(args["config"])
-        let endpoint = try args["query"] ?? EndpointDiscovery.running(configuration).query
+        let endpoint = try args["query"] ?? EndpointDiscovery.running(configuration.location).query
         let timeout = try args["timeout"].map { try number($0, "--timeout") } ?? 5
         let curve = try ClientCurve.from(
-            keyFile: args["key"], serverKey: args["server-key"], discovered: EndpointDiscovery.serverKey(configuration))
+            keyFile: args["key"], serverKey: args["server-key"], discovered: EndpointDiscovery.serverKey(configuration.location))
         let client = try QueryClient(endpoint: endpoint, timeout: timeout, curve: curve)
 
         switch command {

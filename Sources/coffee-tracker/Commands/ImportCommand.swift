@@ -1,5 +1,6 @@
 import CoffeeDomain
 import CoffeeService
+import CoffeeTrackerClient
 import Foundation
 import HealthStore
 
@@ -37,13 +38,13 @@ enum ImportCommand {
         }
         guard !args.positional.isEmpty else { throw Arguments.UsageError(description: "import needs at least one FILE") }
         let configuration = try loadConfiguration(args["config"])
-        let endpoint = try args["query"] ?? EndpointDiscovery.running(configuration).query
+        let endpoint = try args["query"] ?? EndpointDiscovery.running(configuration.location).query
         let timeout = args["timeout"].flatMap(Double.init) ?? 30
         let curve = try ClientCurve.from(
-            keyFile: args["key"], serverKey: args["server-key"], discovered: EndpointDiscovery.serverKey(configuration))
+            keyFile: args["key"], serverKey: args["server-key"], discovered: EndpointDiscovery.serverKey(configuration.location))
         let client = try QueryClient(endpoint: endpoint, timeout: timeout, curve: curve)
         do {
-            _ = try client.call(.object([("op", "ping")]))
+            _ = try client.ping()
         } catch {
             printError(
                 "coffee-tracker import: the service is not running (no answer at \(endpoint)); start it with `coffee-tracker serve`, or drop the files into its inbox folder"
@@ -80,19 +81,14 @@ enum ImportCommand {
             var totals = (added: 0, duplicates: 0, deleted: 0, unknown: 0)
             func send(_ part: WriteBatch) throws {
                 if !part.drinks.isEmpty {
-                    let reply = try client.ok(.object([("op", "add"), ("drinks", .array(part.drinks.map(WireFormat.json)))]))
-                    totals.added += (reply["added"] as? NSNumber)?.intValue ?? 0
-                    totals.duplicates += (reply["duplicates"] as? NSNumber)?.intValue ?? 0
+                    let reply = try client.add(part.drinks)
+                    totals.added += reply.added
+                    totals.duplicates += reply.duplicates
                 }
                 if !part.deletions.isEmpty {
-                    let items: [JSONValue] = part.deletions.map { d in
-                        var m: [(String, JSONValue)] = [("uuid", .string(d.uuid.uuidString))]
-                        if let v = d.version { m.append(("version", .int(v))) }
-                        return .object(m)
-                    }
-                    let reply = try client.ok(.object([("op", "delete"), ("deletions", .array(items))]))
-                    totals.deleted += (reply["deleted"] as? NSNumber)?.intValue ?? 0
-                    totals.unknown += (reply["unknown"] as? NSNumber)?.intValue ?? 0
+                    let reply = try client.delete(part.deletions)
+                    totals.deleted += reply.deleted
+                    totals.unknown += reply.unknown
                 }
                 progress.advance(part.count)
             }

@@ -1,6 +1,7 @@
 import CoffeeCharts
 import CoffeeDomain
 import CoffeeService
+import CoffeeTrackerClient
 import Foundation
 
 extension ClientCommands {

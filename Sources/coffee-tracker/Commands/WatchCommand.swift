@@ -1,5 +1,6 @@
 import CoffeeDomain
 import CoffeeService
+import CoffeeTrackerClient
 import Foundation
 import ZeroMQ
 
@@ -7,25 +8,30 @@ import ZeroMQ
     import Glibc
 #endif
 
-/// `watch`: subscribes to the update endpoint and shows what arrives.
+/// `watch`: follows the service through the client library's follower
+/// (`FeedFollower`, PROTOCOL.md §10), so it survives restarts and dropped
+/// messages by the same code every consumer uses.
 enum WatchCommand {
     static let help = """
         Usage: coffee-tracker watch [--updates ENDPOINT] [--query ENDPOINT] [--config FILE] [--count N] [--timeout SECONDS]
 
-        Subscribes to live updates. On a terminal it redraws one view: caffeine
-        now with its level colour, cups today, a sparkline of the next 24 h and
-        the anchor; it starts from the current model (asked of the query
-        endpoint right after subscribing). Elsewhere it prints one line per
-        message: "TOPIC JSON".
-          --count N          stop after N messages
-          --timeout SECONDS  how long without any message (not even a heartbeat)
-                             before it gives up (default 5; 0 waits for ever); on a
-                             terminal it says "reconnecting…" and carries on instead
+        Follows the service: subscribes to live updates, reads the store's
+        changes from the query endpoint, and keeps both in step through
+        restarts, dropped messages and expired anchors. On a terminal it
+        redraws one view: caffeine now with its level colour, cups today, a
+        sparkline of the next 24 h, the anchor and the drinks held. Elsewhere
+        it prints one line per state: "state JSON" with anchor, drinks (how
+        many), digest (of their UUIDs), model (its anchor, or null), mgCaffeine,
+        applied and resyncs.
+          --count N          stop after N states
+          --timeout SECONDS  how long without reaching the service before it gives
+                             up (default 5; 0 waits for ever); on a terminal it
+                             waits for ever, saying how long it has been
           --key FILE         this client's secret certificate, under security.curve
           --server-key KEY   the service's public key (default: endpoints.json via --config)
         """
 
-    static func run(_ words: [String]) throws -> Int32 {
+    static func run(_ words: [String]) async throws -> Int32 {
         let args = try Arguments(
             words, valued: ["config", "updates", "query", "count", "timeout", "key", "server-key"], switches: ["help"])
         if args.has("help") {
@@ -33,84 +39,68 @@ enum WatchCommand {
             return 0
         }
         let configuration = try loadConfiguration(args["config"])
-        let discovered =
-            try args["updates"] == nil ? EndpointDiscovery.running(configuration) : EndpointDiscovery.endpoints(configuration)
-        var endpoint = args["updates"] ?? discovered.updates
-        try EndpointDiscovery.checkScheme(endpoint)
+        let location = configuration.location
+        let given = (query: args["query"], updates: args["updates"])
+        for endpoint in [given.query, given.updates].compactMap({ $0 }) { try EndpointDiscovery.checkScheme(endpoint) }
+        // A service that is gone: say so now.
+        if given.query == nil || given.updates == nil { _ = try EndpointDiscovery.running(location) }
         let limit = args["count"].flatMap { Int($0) } ?? Int.max
         let seconds = args["timeout"].flatMap { Double($0) } ?? 5
-        let timeoutMs = seconds <= 0 ? -1 : Int(seconds * 1000)  // 0: wait for ever
-        let context = ZMQContext()
-        let curve = try ClientCurve.from(
-            keyFile: args["key"], serverKey: args["server-key"], discovered: EndpointDiscovery.serverKey(configuration))
-        func subscribe(_ endpoint: String) throws -> ZMQSocket {
-            let socket = try ZMQSocket(context, .sub)
-            try socket.setLinger(ms: 0)
-            try socket.secure(curve)
-            try socket.subscribe("")
-            try socket.connect(endpoint)
-            return socket
-        }
-        var socket = try subscribe(endpoint)
-        defer { socket.close() }
         let tty = isatty(1) != 0
+        let curve = try ClientCurve.from(
+            keyFile: args["key"], serverKey: args["server-key"], discovered: EndpointDiscovery.serverKey(location))
+        let states = FeedFollower.follow(
+            locate: {
+                let found = EndpointDiscovery.endpoints(location)
+                return (given.query ?? found.query, given.updates ?? found.updates)
+            }, curve: curve, timeout: tty || seconds <= 0 ? nil : .milliseconds(Int64(seconds * 1000)),
+            requestTimeout: min(5, max(1, seconds)))
         var seen = 0
-        var lastModel: [String: Any] = [:]
-        var lastAnchor: Any = "?"
-        if tty {
-            // Subscribe first, then ask for the state (the Clone pattern), so
-            // the view starts complete and nothing between is missed.
-            let query = args["query"] ?? discovered.query
-            if let client = try? QueryClient(endpoint: query, timeout: 2, curve: curve),
-                let reply = try? client.call(.object([("op", "model")])), reply["ok"] as? Bool == true
-            {
-                lastModel = reply
-                lastAnchor = reply["anchor"] ?? lastAnchor
-                draw(lastModel, anchor: lastAnchor, latest: "model (query)")
-            }
-        }
-        while seen < limit {
-            guard try ZMQSocket.poll([.socket(socket)], timeoutMs: timeoutMs).first == true,
-                let frames = try socket.receive(dontWait: true), frames.count == 2
-            else {
-                guard tty else {
-                    printError(
-                        "coffee-tracker watch: nothing from \(endpoint) in \(Double(timeoutMs) / 1000) s; is the service running?"
-                    )
-                    return 1
+        var lastModel: ModelSnapshot?
+        do {
+            for try await state in states {
+                seen += 1
+                if tty {
+                    if let model = state.model { lastModel = model }
+                    draw(lastModel, state: state)
+                } else {
+                    print("state " + describe(state).serialized())
+                    fflush(nil)
                 }
-                // A person is watching: say so and carry on, finding the
-                // service again (a restart may have bound a new port).
-                draw(lastModel, anchor: lastAnchor, latest: "nothing for \(Int(seconds)) s: reconnecting…")
-                if args["updates"] == nil, let fresh = try? EndpointDiscovery.running(configuration).updates, fresh != endpoint {
-                    socket.close()
-                    endpoint = fresh
-                    socket = try subscribe(endpoint)
-                }
-                continue
+                if seen >= limit { break }
             }
-            seen += 1
-            let topic = String(decoding: frames[0], as: UTF8.self)
-            let body = String(decoding: frames[1], as: UTF8.self)
-            guard tty else {
-                print("\(topic) \(body)")
-                fflush(nil)
-                continue
-            }
-            let object = (try? JSONSerialization.jsonObject(with: frames[1]) as? [String: Any]) ?? [:]
-            if topic == "model" { lastModel = object }
-            lastAnchor = object["anchor"] ?? lastAnchor
-            draw(lastModel, anchor: lastAnchor, latest: topic)
+        } catch {
+            printError(
+                "coffee-tracker watch: \(error); is the service running? (under security.curve, the key needs the subscribe role)"
+            )
+            return 1
         }
         return 0
     }
 
-    static func draw(_ model: [String: Any], anchor: Any, latest: String) {
-        let mg = (model["mgCaffeine"] as? NSNumber)?.doubleValue ?? 0
-        let level = model["level"] as? String ?? "green"
+    /// A state as one JSON line; `digest` is the XOR of the first 8 bytes
+    /// (big-endian) of every UUID held, in hex: order-free, so a test can
+    /// compare it with the store's.
+    static func describe(_ state: FeedState) -> JSONValue {
+        var digest: UInt64 = 0
+        for uuid in state.drinks.keys {
+            let u = uuid.uuid
+            digest ^= [u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.7].reduce(0) { $0 << 8 | UInt64($1) }
+        }
+        return .object([
+            ("anchor", .int(state.anchor)), ("drinks", .int(Int64(state.drinks.count))),
+            ("digest", .string(String(digest, radix: 16))), ("model", state.model.map { .int($0.anchor) } ?? .null),
+            ("mgCaffeine", state.model.map { .double($0.mgCaffeine) } ?? .null), ("applied", .int(Int64(state.applied))),
+            ("resyncs", .int(Int64(state.resyncs))), ("reconnecting", .bool(state.reconnecting)),
+        ])
+    }
+
+    static func draw(_ model: ModelSnapshot?, state: FeedState) {
+        let mg = model?.mgCaffeine ?? 0
+        let level = model?.level.rawValue ?? "green"
         let colour = ["green": "32", "yellow": "33", "red": "31"][level] ?? "0"
-        let cups = (model["cupsToday"] as? NSNumber)?.doubleValue ?? 0
-        let points = (model["timeline"] as? [[String: Any]] ?? []).compactMap { ($0["mgCaffeine"] as? NSNumber)?.doubleValue }
+        let cups = model?.cupsToday ?? 0
+        let points = model?.timeline.map(\.mgCaffeine) ?? []
         print("\u{1B}[H\u{1B}[2J", terminator: "")
         print("Coffee Tracker — live")
         print(String(format: "caffeine  \u{1B}[%@m%.1f mg (%@)\u{1B}[0m", colour, mg, level))
@@ -120,7 +110,8 @@ enum WatchCommand {
         print(
             "          now" + String(repeating: " ", count: 7) + "+6 h" + String(repeating: " ", count: 8) + "+12 h"
                 + String(repeating: " ", count: 7) + "+18 h" + String(repeating: " ", count: 4) + "+24 h")
-        print("anchor    \(anchor)   last: \(latest)")
+        print("anchor    \(state.anchor)   drinks \(state.drinks.count)   model of \(model.map { "\($0.anchor)" } ?? "?")")
+        if state.reconnecting { print("the service is silent: reconnecting…") }
         fflush(nil)
     }
 

@@ -1,0 +1,82 @@
+import CoffeeDomain
+import Foundation
+
+/// The calls of PROTOCOL.md §4, with typed replies decoded from the wire.
+extension QueryClient {
+    /// A request the service refused: `code` (`invalid_drink`,
+    /// `anchor_expired`, `unavailable`…), its message, and for a drink the
+    /// element's `index` and `field`.
+    public struct Refusal: Error, CustomStringConvertible, Equatable {
+        public var code: String
+        public var message: String
+        public var index: Int?
+        public var field: String?
+        public var description: String { "\(code): \(message)" }
+    }
+
+    /// Sends `request`; the reply when it is `{"ok": true, ...}`.
+    ///
+    /// - Throws: `Refusal` for an error reply; `Failure` for silence or a
+    ///   reply that is not JSON.
+    public func reply(_ request: JSONValue) throws -> JSONValue {
+        let raw = try exchange(request)
+        let reply: JSONValue
+        do {
+            reply = try JSONReader.parse(raw)
+        } catch {
+            throw Failure(description: "the service at \(endpoint) sent a reply that is not JSON: \(error)")
+        }
+        if (try? reply.member("ok").bool()) == true { return reply }
+        let error = try? reply.member("error")
+        throw Refusal(
+            code: (try? error?.member("code").text()) ?? "internal",
+            message: (try? error?.member("message").text()) ?? "no message",
+            index: (try? error?.optionalMember("index")?.integer()).flatMap { $0.map(Int.init) },
+            field: (try? error?.optionalMember("field")?.text()) ?? nil)
+    }
+
+    /// The store's anchor.
+    public func ping() throws -> Int64 {
+        try decoded { try reply(.object([("op", "ping")])).member("anchor").integer() }
+    }
+
+    /// Stores `drinks`; returns once the commit is durable.
+    public func add(_ drinks: [Drink]) throws -> AddResult {
+        try decoded { try AddResult(reply(.object([("op", "add"), ("drinks", .array(drinks.map(WireFormat.json)))]))) }
+    }
+
+    public func delete(_ deletions: [Deletion]) throws -> DeleteResult {
+        let items = deletions.map { d -> JSONValue in
+            .object([("uuid", .string(UUIDText.string(d.uuid)))] + (d.version.map { [("version", JSONValue.int($0))] } ?? []))
+        }
+        return try decoded { try DeleteResult(reply(.object([("op", "delete"), ("deletions", .array(items))]))) }
+    }
+
+    /// One page of changes after `anchor` (nil: every live drink).
+    public func changes(since anchor: Int64?, limit: Int = 1000) throws -> Changes {
+        try decoded {
+            try Changes(
+                reply(.object([("op", "changes"), ("anchor", anchor.map { .int($0) } ?? .null), ("limit", .int(Int64(limit)))])))
+        }
+    }
+
+    /// The model now, or at `at`.
+    public func model(at: Date? = nil) throws -> ModelSnapshot {
+        var request: [(String, JSONValue)] = [("op", "model")]
+        if let at { request.append(("at", .string(RFC3339.string(at)))) }
+        return try decoded { try WireFormat.snapshot(reply(.object(request))) }
+    }
+
+    public func stats() throws -> Stats {
+        try decoded { try Stats(reply(.object([("op", "stats")]))) }
+    }
+
+    /// A reply the service sent but this client cannot read is a failure that says so.
+    private func decoded<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as WireFormat.DecodingError {
+            throw Failure(description: "the service at \(endpoint) sent a reply this client cannot read: \(error)")
+        }
+    }
+}

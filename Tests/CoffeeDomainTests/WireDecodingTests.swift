@@ -1,0 +1,53 @@
+import CoffeeDomain
+import Foundation
+import Testing
+
+/// `WireFormat`'s decoding is the inverse of its encoding: what the service
+/// writes, a client reads back as it was.
+@Suite("WireFormat decoding, the inverse of encoding", .timeLimit(.minutes(1)))
+struct WireDecodingTests {
+    func roundTrip(_ value: JSONValue) throws -> JSONValue {
+        try JSONReader.parse(value.data())
+    }
+
+    @Test func everyDrinkComesBackAsItWasWritten() throws {
+        var rng = SplitMix(state: 42)
+        for i in 0..<500 {
+            let drink = Drink(
+                mgCaffeine: Double(rng.next() % 100_000) / 100 + 0.01,
+                date: Date(timeIntervalSince1970: 946_684_800 + Double(rng.next() % 1_000_000_000) / 1000 * 1000),
+                version: Int64(rng.next() % 9) + 1,
+                type: i % 3 == 0 ? DrinkType.allCases[Int(rng.next() % UInt64(DrinkType.allCases.count))] : nil,
+                source: i % 2 == 0 ? "bus \(i) \"quoted\" ☕" : nil)
+            #expect(try WireFormat.drink(roundTrip(WireFormat.json(drink))) == drink)
+            // The byte writer the broadcaster uses reads back the same.
+            var bytes: [UInt8] = []
+            WireFormat.write(drink, into: &bytes)
+            #expect(try WireFormat.drink(JSONReader.parse(Data(bytes))) == drink)
+        }
+    }
+
+    @Test func tombstonesAndTheModelComeBack() throws {
+        let tombstone = Tombstone(uuid: UUID(), version: 7)
+        #expect(try WireFormat.tombstone(roundTrip(WireFormat.json(tombstone))) == tombstone)
+        let drinks = [Drink(mgCaffeine: 128, date: Date(timeIntervalSince1970: 1_796_000_000), source: "t")]
+        let model = CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!)
+            .snapshot(of: drinks, at: Date(timeIntervalSince1970: 1_796_003_600), anchor: 9)
+        let back = try WireFormat.snapshot(roundTrip(.object(WireFormat.members(model))))
+        #expect(back.anchor == 9 && back.at == model.at && back.mgCaffeine == model.mgCaffeine)
+        #expect(back.level == model.level && back.cupsLevel == model.cupsLevel && back.drinksToday == model.drinksToday)
+        #expect(back.timeline.count == 287)
+        for (a, b) in zip(back.timeline, model.timeline) {
+            #expect(a.date == b.date && abs(a.mgCaffeine - b.mgCaffeine) <= 5e-7)  // rounded to a nanogram on the wire
+        }
+    }
+
+    @Test func whatCannotBeReadIsNamed() {
+        #expect(throws: WireFormat.DecodingError("missing \"date\"")) {
+            try WireFormat.drink(.object([("uuid", .string(UUID().uuidString)), ("mgCaffeine", .int(5))]))
+        }
+        #expect(throws: WireFormat.DecodingError("not a UUID: \"x\"")) {
+            try WireFormat.tombstone(.object([("uuid", "x")]))
+        }
+    }
+}
