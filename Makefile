@@ -52,6 +52,7 @@ pyenv: deps
 	@test -x $(PYENV)/bin/python || python3 -m venv --system-site-packages $(PYENV)
 	@$(PYENV)/bin/python -m pip uninstall -q -y coffee-tracker-client 2>/dev/null || true
 	@$(PYENV)/bin/python -m pip install -q --disable-pip-version-check ./clients/python
+	@rm -rf clients/python/build clients/python/*.egg-info
 
 integration: build pyenv
 	COFFEE_TRACKER=$(CURDIR)/.build/debug/coffee-tracker $(PYENV)/bin/python -m pytest -q --timeout=300 Tests/integration
@@ -60,6 +61,7 @@ integration: build pyenv
 bench: release
 	.build/release/coffee-bench --out bench/results.json
 	python3 bench/peers.py --out bench/peers.json
+	python3 bench/consumers.py --out bench/consumers.json
 
 ## The Swift tests under ThreadSanitizer (never part of `make test`: a separate build, minutes).
 tsan: deps

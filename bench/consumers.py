@@ -18,9 +18,6 @@ same invocation, against the release service on loopback:
 import argparse
 import json
 import os
-import selectors
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -172,71 +169,33 @@ def python_follower_on_large_commits(binary, n):
             service.stop()
 
 
-def event_streams(binary, clients=100, seconds=30):
+def event_streams(binary, sse_clients, clients=100, seconds=30):
+    """The streams are read by a compiled epoll loop (bench/tools/sse_clients.c):
+    one Python process reading 100 streams measured its own reading."""
     with tempfile.TemporaryDirectory(prefix="ct-cons-") as d:
         service = Service(binary, Path(d), {"publish": {"modelIntervalMs": 100, "heartbeatIntervalS": 1}})
         try:
-            context = zmq.Context.instance()
-            sub = context.socket(zmq.SUB)
-            sub.setsockopt(zmq.SUBSCRIBE, b"model")
-            sub.connect(f"ipc://{d}/up")
-            pub = context.socket(zmq.PUB)
+            pub = zmq.Context.instance().socket(zmq.PUB)
             pub.connect(f"ipc://{d}/in")
             host, port = service.endpoints["http"].rsplit(":", 1)
             time.sleep(0.5)
             rss_before = rss_mb(service.process.pid)
-            selector = selectors.DefaultSelector()
-            streams = []
-            for _ in range(clients):
-                s = socket.create_connection((host, int(port)))
-                s.sendall(b"GET /events HTTP/1.1\r\nHost: bench\r\n\r\n")
-                s.setblocking(False)
-                streams.append(s)
-                selector.register(s, selectors.EVENT_READ, {"buffer": b""})
-            selector.register(sub, selectors.EVENT_READ, None)
-            published = {}  # model key -> arrival at the SUB
-            arrivals = []  # (key, time) at the streams
-            stop = threading.Event()
-
-            def drive():
-                i = 0
-                while not stop.is_set():
-                    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60))
-                    pub.send_multipart([b"drink.add", json.dumps(drink(10_000_000 + i, at)).encode()])
-                    i += 1
-                    time.sleep(0.1)
-
-            driver = threading.Thread(target=drive, daemon=True)
-            driver.start()
-            end = time.monotonic() + seconds
-            while time.monotonic() < end:
-                events = selector.select(timeout=1)
-                now = time.monotonic()  # everything ready in this wake arrived by now
-                for key, _ in events:
-                    if key.data is None:
-                        while sub.poll(0):
-                            _, body = sub.recv_multipart()
-                            m = json.loads(body)
-                            published.setdefault((m["anchor"], m["at"]), now)
-                        continue
-                    chunk = key.fileobj.recv(1 << 20)
-                    key.data["buffer"] += chunk
-                    while b"\n\n" in key.data["buffer"]:
-                        block, key.data["buffer"] = key.data["buffer"].split(b"\n\n", 1)
-                        for line in block.split(b"\n"):
-                            if line.startswith(b"data: "):
-                                m = json.loads(line[6:])
-                                arrivals.append(((m["anchor"], m["at"]), now))
-            stop.set()
-            driver.join(5)
-            rss_after = rss_mb(service.process.pid)
-            delays = sorted(max(0.0, t - published[k]) * 1000 for k, t in arrivals if k in published)
-            for s in streams:
-                s.close()
-            p99 = delays[int(len(delays) * 0.99)] if delays else float("nan")
-            return {"clients": clients, "models": len(published), "samples": len(delays),
-                    "p50_ms": statistics.median(delays) if delays else float("nan"), "p99_ms": p99,
-                    "rss_before_mb": rss_before, "rss_after_mb": rss_after, "rss_growth_mb": rss_after - rss_before}
+            reader = subprocess.Popen([str(sse_clients), host, port, f"ipc://{d}/up", str(clients), str(seconds)],
+                                      stdout=subprocess.PIPE, text=True)
+            time.sleep(1.0)  # connected
+            i = 0
+            while reader.poll() is None:
+                at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60))
+                pub.send_multipart([b"drink.add", json.dumps(drink(10_000_000 + i, at)).encode()])
+                i += 1
+                time.sleep(0.1)
+            result = json.loads(reader.stdout.read().strip().splitlines()[-1])
+            result["rss_before_mb"] = rss_before
+            result["rss_after_mb"] = rss_mb(service.process.pid)
+            result["rss_growth_mb"] = result["rss_after_mb"] - rss_before
+            result["drinks_published"] = i
+            pub.close(0)
+            return result
         finally:
             service.stop()
 
@@ -258,7 +217,9 @@ def main():
     results["python_follower_large_commit"] = python_follower_on_large_commits(args.binary, args.commit)
     print(json.dumps(results["python_follower_large_commit"]), flush=True)
     print("consumers: 100 event streams at 10 models/s", flush=True)
-    results["event_streams"] = event_streams(args.binary, seconds=args.seconds)
+    sse_clients = ROOT / ".build/peers/sse_clients"
+    subprocess.run(["cc", "-O2", "-o", str(sse_clients), str(ROOT / "bench/tools/sse_clients.c"), "-lzmq"], check=True)
+    results["event_streams"] = event_streams(args.binary, sse_clients, seconds=args.seconds)
     print(json.dumps(results["event_streams"]), flush=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.out}")

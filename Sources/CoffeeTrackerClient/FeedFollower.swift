@@ -35,7 +35,8 @@ public struct FeedState: Sendable {
 /// The loop runs on a thread of its own (its sockets block); the states
 /// come out as an `AsyncThrowingStream` that keeps the newest state a slow
 /// consumer has not taken, so a consumer is never flooded and never behind
-/// by more than one state. Ending the iteration stops the thread.
+/// by more than one state. A burst of `changes` is applied whole, then
+/// yielded as one state. Ending the iteration stops the thread.
 public enum FeedFollower {
     /// Where the service is now: called at the start and after each silence.
     public typealias Locate = @Sendable () throws -> (query: String, updates: String)
@@ -101,6 +102,11 @@ struct FollowLoop {
         var socket = try subscribe()
         defer { socket.close() }
         var needSync = true
+        // Changes applied but not yet yielded: a burst of messages becomes one
+        // state, yielded once the socket has nothing more ready. (A state per
+        // message made the consumer's copy of `drinks` and the follower's
+        // next write copy the whole dictionary each time.)
+        var unyielded = false
         while !stopped() {
             if needSync {
                 do {
@@ -118,6 +124,11 @@ struct FollowLoop {
                 needSync = false
                 state.reconnecting = false
                 yield(state)
+                unyielded = false
+            }
+            if unyielded, try ZMQSocket.poll([.socket(socket)], timeoutMs: 0).first != true {
+                yield(state)
+                unyielded = false
             }
             let silence = max(3 * heartbeatInterval, 1)
             // Short polls, so that a stop is noticed; silence is counted across them.
@@ -156,13 +167,14 @@ struct FollowLoop {
                 apply(changes)
                 state.anchor = anchor
                 state.model = nil
-                yield(state)
+                unyielded = true
             case "model":
                 if anchor > state.anchor {
                     needSync = true  // the changes up to it come first: they were lost
                 } else if anchor == state.anchor, let model = try? WireFormat.snapshot(message) {
                     state.model = model
                     yield(state)
+                    unyielded = false
                 }
             case "heartbeat":
                 let now = ContinuousClock.now

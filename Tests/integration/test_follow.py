@@ -219,50 +219,70 @@ def test_follow_starts_again_from_null_when_its_anchor_has_expired(folder):
         service.stop()
 
 
-def test_a_gap_in_the_chain_is_mended_from_the_query_endpoint_not_applied(folder):
-    """A scripted service (a ROUTER and a PUB of the test's own), so that the
-    only sign of the missing message is `previousAnchor`: no heartbeat or
-    model runs ahead of the follower to cover for a missing gap check."""
-    context = zmq.Context.instance()
-    router = context.socket(zmq.ROUTER)
-    query_port = router.bind_to_random_port("tcp://127.0.0.1")
-    pub = context.socket(zmq.PUB)
-    updates_port = pub.bind_to_random_port("tcp://127.0.0.1")
-    a, b, c = (drink(mg=mg) for mg in (10, 20, 30))
-    asked = []
+class ScriptedService:
+    """A ROUTER and a PUB of the test's own that play a service whose feed
+    skips anchor 2: `changes` from null gives drink a at anchor 1; from 1,
+    drinks b and c up to 3; the model is refused (a follower goes on without
+    one). So the only sign of the missing message is `previousAnchor`: no
+    heartbeat or model runs ahead of a follower to cover for a missing gap check."""
 
-    def answer(timeout_ms=10_000):
-        assert router.poll(timeout_ms), "the follower asked nothing"
-        *envelope, body = router.recv_multipart()
+    def __init__(self):
+        context = zmq.Context.instance()
+        self.router = context.socket(zmq.ROUTER)
+        self.query = f"tcp://127.0.0.1:{self.router.bind_to_random_port('tcp://127.0.0.1')}"
+        self.pub = context.socket(zmq.PUB)
+        self.updates = f"tcp://127.0.0.1:{self.pub.bind_to_random_port('tcp://127.0.0.1')}"
+        self.a, self.b, self.c = (drink(mg=mg) for mg in (10, 20, 30))
+        self.asked = []
+
+    def answer(self, timeout_ms=10_000):
+        assert self.router.poll(timeout_ms), "the follower asked nothing"
+        *envelope, body = self.router.recv_multipart()
         request = json.loads(body)
-        asked.append((request["op"], request.get("anchor")))
+        self.asked.append((request["op"], request.get("anchor")))
         if request["op"] == "changes" and request.get("anchor") is None:
-            reply = {"ok": True, "added": [a], "deleted": [], "anchor": 1, "hasMore": False}
+            reply = {"ok": True, "added": [self.a], "deleted": [], "anchor": 1, "hasMore": False}
         elif request["op"] == "changes":
-            reply = {"ok": True, "added": [b, c], "deleted": [], "anchor": 3, "hasMore": False}
+            reply = {"ok": True, "added": [self.b, self.c], "deleted": [], "anchor": 3, "hasMore": False}
         else:
             reply = {"ok": False, "error": {"code": "unavailable", "message": "scripted"}}
-        router.send_multipart([*envelope, json.dumps(reply).encode()])
+        self.router.send_multipart([*envelope, json.dumps(reply).encode()])
 
-    following = Following(Client(query=f"tcp://127.0.0.1:{query_port}",
-                                 updates=f"tcp://127.0.0.1:{updates_port}", timeout=5))
-    try:
-        answer()  # changes from null
-        answer()  # the model (refused: the follower goes on without one)
-        wait_until(lambda: following.anchor == 1, what="the first state")
+    def play(self, anchor_of_follower):
+        """The first sync, then anchor 3 announced as following 2, then the resync it must cause."""
+        self.answer()  # changes from null
+        self.answer()  # the model
+        wait_until(lambda: anchor_of_follower() == 1, what="the first state")
         time.sleep(0.3)  # the subscription reaches the PUB
-        # Anchor 2 (drink b) never arrives; anchor 3 says it follows 2.
-        pub.send_multipart([b"changes", json.dumps(
-            {"anchor": 3, "previousAnchor": 2, "added": [c], "deleted": []}).encode()])
-        answer()  # the resync from anchor 1
-        answer()  # and its model
-        wait_until(lambda: following.anchor == 3, what="the follower to reach 3")
-        assert following.drinks == {a["uuid"], b["uuid"], c["uuid"]}
-        assert ("changes", 1) in asked
+        self.pub.send_multipart([b"changes", json.dumps(
+            {"anchor": 3, "previousAnchor": 2, "added": [self.c], "deleted": []}).encode()])
+        for _ in range(10):  # heartbeats at the anchor the follower will reach: nothing ahead of it
+            self.pub.send_multipart([b"heartbeat", json.dumps({"anchor": 3, "at": "2026-12-01T00:00:00Z"}).encode()])
+            if self.router.poll(100):
+                break
+        self.answer()  # the resync from anchor 1
+        self.answer()  # and its model
+        wait_until(lambda: anchor_of_follower() == 3, what="the follower to reach 3")
+        assert ("changes", 1) in self.asked
+
+    def uuids(self):
+        return {self.a["uuid"], self.b["uuid"], self.c["uuid"]}
+
+    def close(self):
+        self.router.close(0)
+        self.pub.close(0)
+
+
+def test_a_gap_in_the_chain_is_mended_from_the_query_endpoint_not_applied(folder):
+    scripted = ScriptedService()
+    following = Following(Client(query=scripted.query, updates=scripted.updates, timeout=5))
+    try:
+        scripted.play(lambda: following.anchor)
+        assert following.drinks == scripted.uuids()
     finally:
         following.stop.set()
         following.running.set()
-        pub.send_multipart([b"changes", json.dumps({"anchor": 4, "previousAnchor": 3, "added": [], "deleted": []}).encode()])
+        scripted.pub.send_multipart([b"changes", json.dumps(
+            {"anchor": 4, "previousAnchor": 3, "added": [], "deleted": []}).encode()])
         following.thread.join(10)
-        router.close(0)
-        pub.close(0)
+        scripted.close()

@@ -14,10 +14,9 @@ import threading
 import time
 import uuid
 
-import zmq
-
 from conftest import BINARY, Service, drink
 from test_bus import publisher
+from test_follow import ScriptedService
 from test_inbox import drop, processed, wait_until
 
 
@@ -153,49 +152,14 @@ def test_the_swift_follower_starts_again_from_null_when_its_anchor_expired(folde
 
 
 def test_a_gap_is_mended_by_the_swift_follower_not_applied(folder):
-    context = zmq.Context.instance()
-    router = context.socket(zmq.ROUTER)
-    query_port = router.bind_to_random_port("tcp://127.0.0.1")
-    pub = context.socket(zmq.PUB)
-    updates_port = pub.bind_to_random_port("tcp://127.0.0.1")
-    a, b, c = (drink(mg=mg) for mg in (10, 20, 30))
-    asked = []
-
-    def answer(timeout_ms=10_000):
-        assert router.poll(timeout_ms), "the follower asked nothing"
-        *envelope, body = router.recv_multipart()
-        request = json.loads(body)
-        asked.append((request["op"], request.get("anchor")))
-        if request["op"] == "changes" and request.get("anchor") is None:
-            reply = {"ok": True, "added": [a], "deleted": [], "anchor": 1, "hasMore": False}
-        elif request["op"] == "changes":
-            reply = {"ok": True, "added": [b, c], "deleted": [], "anchor": 3, "hasMore": False}
-        else:
-            reply = {"ok": False, "error": {"code": "unavailable", "message": "scripted"}}
-        router.send_multipart([*envelope, json.dumps(reply).encode()])
-
+    scripted = ScriptedService()
     empty = os.path.join(folder, "empty.json")  # no service of its own to find
     with open(empty, "w") as f:
         f.write("{}")
-    watching = Watching("--query", f"tcp://127.0.0.1:{query_port}", "--updates", f"tcp://127.0.0.1:{updates_port}",
-                        "--config", empty)
+    watching = Watching("--query", scripted.query, "--updates", scripted.updates, "--config", empty)
     try:
-        answer()
-        answer()
-        wait_until(lambda: (watching.state or {}).get("anchor") == 1, what="the first state")
-        time.sleep(0.3)
-        pub.send_multipart([b"changes", json.dumps(
-            {"anchor": 3, "previousAnchor": 2, "added": [c], "deleted": []}).encode()])
-        for _ in range(10):  # keep the feed alive, at the follower's anchor-to-be
-            pub.send_multipart([b"heartbeat", json.dumps({"anchor": 3, "at": "2026-12-01T00:00:00Z"}).encode()])
-            if router.poll(100):
-                break
-        answer()
-        answer()
-        wait_until(lambda: (watching.state or {}).get("anchor") == 3, what="the follower to reach 3")
-        assert watching.state["drinks"] == 3 and watching.state["digest"] == digest([a["uuid"], b["uuid"], c["uuid"]])
-        assert ("changes", 1) in asked
+        scripted.play(lambda: (watching.state or {}).get("anchor"))
+        assert watching.state["drinks"] == 3 and watching.state["digest"] == digest(scripted.uuids())
     finally:
         watching.stop()
-        router.close(0)
-        pub.close(0)
+        scripted.close()

@@ -198,9 +198,7 @@ public final class CoffeeTrackerService: Sendable {
                 publish: { snapshot in
                     let body = JSONValue.object(WireFormat.members(snapshot)).data()
                     broadcaster.publish("model", encoded: body)
-                    if let http, http.hasEventStreams {
-                        http.publish(event: HTTPResponse.event("model", data: String(decoding: body, as: UTF8.self)))
-                    }
+                    if let http, http.hasEventStreams { http.publish(event: HTTPResponse.event("model", json: body)) }
                 })
             var probes: [OperationsService.Probe] = [
                 ("store", { await store.answers(within: .seconds(1)) }),

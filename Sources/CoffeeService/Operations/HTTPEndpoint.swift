@@ -65,6 +65,11 @@ public final class HTTPEndpoint: Service {
         mailbox.post(.event(Array(event.utf8)))
     }
 
+    /// `publish(event:)` of bytes made already (`HTTPResponse.event(_:json:)`).
+    public func publish(event: [UInt8]) {
+        mailbox.post(.event(event))
+    }
+
     /// Whether any event stream is open: with none, a publisher need not
     /// even encode its event.
     public var hasEventStreams: Bool { streams.load(ordering: .relaxed) > 0 }
@@ -232,6 +237,12 @@ public final class HTTPEndpoint: Service {
             do {
                 try Syscall.addStatusFlags(fd, O_NONBLOCK)
                 try Syscall.call("fcntl(F_SETFD)") { fcntl(fd, F_SETFD, FD_CLOEXEC) }
+                // An event's last segment goes out at once, not after the
+                // peer's delayed acknowledgement of the one before (Nagle).
+                var one: Int32 = 1
+                try Syscall.call("setsockopt", "TCP_NODELAY") {
+                    setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                }
             } catch {
                 Syscall.close(fd)
                 continue
@@ -298,11 +309,12 @@ public final class HTTPEndpoint: Service {
     private func send(_ bytes: [UInt8], toStreams clients: inout [Int32: Client]) {
         for fd in Array(clients.keys) where clients[fd]!.streaming {
             var client = clients[fd]!
-            if client.written > 0, client.written == client.output.count {
-                client.output = []
+            if client.written == client.output.count {
+                client.output = bytes  // shared with every other stream, not copied
                 client.written = 0
+            } else {
+                client.output += bytes
             }
-            client.output += bytes
             guard client.output.count - client.written <= Self.streamBacklogLimit, write(fd, from: &client) != .gone else {
                 close(fd, &clients)
                 continue

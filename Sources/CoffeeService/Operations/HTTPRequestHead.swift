@@ -1,3 +1,5 @@
+import Foundation
+
 /// The head of an HTTP/1.x request as far as the monitoring endpoint needs
 /// it: the method and the path. Pure, so that its limits are tested alone.
 public enum HTTPRequestHead: Equatable, Sendable {
@@ -84,6 +86,16 @@ public struct HTTPResponse: Sendable, Equatable {
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { head += "\(name): \(value)\r\n" }
         head += streams ? "Cache-Control: no-store\r\n\r\n" : "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
         return Array(head.utf8) + body
+    }
+
+    /// One server-sent event whose data is compact JSON (one line: a JSON
+    /// string escapes its newlines), as bytes, built without a `String`.
+    public static func event(_ name: String, json: Data) -> [UInt8] {
+        var out = Array("event: \(name)\ndata: ".utf8)
+        out.reserveCapacity(out.count + json.count + 2)
+        out += json
+        out += [0x0A, 0x0A]
+        return out
     }
 
     /// One server-sent event: `event: NAME` and its data, one `data:` line per line.
