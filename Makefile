@@ -1,7 +1,7 @@
 # coffee-tracker — build, run and test on a fresh Debian machine (as root).
 SWIFT ?= swift
 CONFIG ?= config/coffee-tracker.json
-APT_PACKAGES := libzmq3-dev libsqlite3-dev pkg-config chromium chromium-driver
+APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev pkg-config chromium chromium-driver
 PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client selenium
 
 .PHONY: all deps build release run test lint format unit integration pyenv bench soak tsan fuzz install clean

@@ -21,6 +21,12 @@ let package = Package(
         // C libraries from Debian's packages (libzmq3-dev, libsqlite3-dev).
         .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        // Apple Health exports: libxml2's streaming reader (libxml2-dev), and the zip through libarchive (libarchive-dev).
+        .systemLibrary(name: "CLibXML2", path: "Sources/CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+        // Its reader behind a header that names no libxml2 type (libxml2's headers pull in ICU's, which clash with Foundation's).
+        .target(name: "CHealthXML", dependencies: ["CLibXML2"]),
+        .systemLibrary(
+            name: "CArchive", path: "Sources/CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         // glibc's <malloc.h> (mallopt, malloc_trim): part of libc, nothing to link.
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
 
@@ -60,7 +66,7 @@ let package = Package(
             name: "CoffeeService",
             dependencies: [
                 "CoffeeDomain", "HealthStore", "CoffeeModel", "ZeroMQ", "CoffeeLogging", "CoffeeLifecycle", "Syscall",
-                "CMalloc", "CoffeeCharts",
+                "CMalloc", "CoffeeCharts", "CHealthXML", "CArchive",
             ],
             swiftSettings: strict),
 

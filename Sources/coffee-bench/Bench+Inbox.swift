@@ -49,6 +49,8 @@ extension Bench {
             let encoder = PropertyListEncoder()
             encoder.outputFormat = .binary
             try encoder.encode(uuids.map { SampleDrink(mgCaffeine: 95.5, date: date, uuid: $0) }).write(to: file)
+        case .healthExport, .healthExportZip:
+            throw BenchError("this section makes JSON, JSON Lines and property lists only")
         }
         // Baseline: Foundation's decoder over the same file, in this process.
         let data = try Data(contentsOf: file)
@@ -64,6 +66,7 @@ extension Bench {
             }
         case .json: _ = try JSONDecoder().decode([DrinkInput].self, from: data)
         case .propertyList: _ = try PropertyListDecoder().decode([DrinkInput].self, from: data)
+        case .healthExport, .healthExportZip: throw BenchError("this section makes JSON, JSON Lines and property lists only")
         }
         let decodeRate = Double(drinks) / (now() - d0)
         let target = s.inbox.appendingPathComponent("processed").appendingPathComponent(name)

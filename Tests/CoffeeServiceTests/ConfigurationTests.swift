@@ -60,7 +60,7 @@ struct ConfigurationTests {
              "publish": {"modelIntervalMs": 7, "refreshIntervalS": 8, "heartbeatIntervalS": 9},
              "store": {"tombstoneRetentionDays": 3},
              "limits": {"maxMgCaffeine": 9, "maxFutureSkewS": 9, "earliestDate": "2001-01-01T00:00:00Z",
-                        "maxMessageBytes": 999, "maxFileBytes": 999},
+                        "maxMessageBytes": 999, "maxFileBytes": 999, "maxExportBytes": 999},
              "log": {"level": "debug", "format": "json"},
              "security": {"allowPlaintextRemote": true, "curve": {"secretKeyFile": "s", "clientsDirectory": "k"}}}
             """#)

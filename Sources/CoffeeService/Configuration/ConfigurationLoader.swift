@@ -104,6 +104,7 @@ public enum ConfigurationLoader {
             if let v = try reader.number(s, "limits.maxFutureSkewS", above: -1) { c.limits.maxFutureSkewS = v }
             if let v = try reader.int(s, "limits.maxMessageBytes", min: 64) { c.limits.maxMessageBytes = v }
             if let v = try reader.int(s, "limits.maxFileBytes", min: 1) { c.limits.maxFileBytes = v }
+            if let v = try reader.int(s, "limits.maxExportBytes", min: 1) { c.limits.maxExportBytes = v }
         }
         if let s = try reader.section(top, "log", allowed: ServiceConfiguration.keys(of: "log")) {
             if let v = try reader.string(s, "log.level") {

@@ -51,6 +51,7 @@ extension ServiceConfiguration {
     func importerConfiguration(dieWhileImporting: String?) -> InboxImporter.Configuration {
         var part = InboxImporter.Configuration(inbox: URL(fileURLWithPath: inboxDirectory))
         part.maxFileBytes = limits.maxFileBytes
+        part.maxExportBytes = limits.maxExportBytes
         part.attemptRecord = (dataDirectory as NSString).appendingPathComponent("importing.json")
         part.dieWhileImporting = dieWhileImporting
         return part

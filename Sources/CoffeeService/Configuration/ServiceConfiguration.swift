@@ -88,6 +88,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
         public var earliestDate = DrinkValidator.Limits().earliestDate
         public var maxMessageBytes = IngestEndpoint.Configuration().maxMessageBytes
         public var maxFileBytes = InboxImporter.Configuration(inbox: URL(fileURLWithPath: "/")).maxFileBytes
+        /// Apple Health exports (`.xml`, `.zip`) are bounded by this instead.
+        public var maxExportBytes = InboxImporter.Configuration(inbox: URL(fileURLWithPath: "/")).maxExportBytes
     }
 
     /// `log`.
@@ -145,7 +147,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Key("store.tombstoneRetentionDays", \.store.tombstoneRetentionDays),
         Key("limits.maxMgCaffeine", \.limits.maxMgCaffeine), Key("limits.maxFutureSkewS", \.limits.maxFutureSkewS),
         Key("limits.earliestDate", \.limits.earliestDate), Key("limits.maxMessageBytes", \.limits.maxMessageBytes),
-        Key("limits.maxFileBytes", \.limits.maxFileBytes),
+        Key("limits.maxFileBytes", \.limits.maxFileBytes), Key("limits.maxExportBytes", \.limits.maxExportBytes),
         Key("log.level", \.log.level), Key("log.format", \.log.format),
         Key("security.curve", \.security.curve),
         Key("security.allowPlaintextRemote", \.security.allowPlaintextRemote),

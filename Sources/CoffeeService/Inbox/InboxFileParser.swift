@@ -4,7 +4,38 @@ import HealthStore
 
 /// Reads the inbox's formats (PROTOCOL.md §5) into one all-or-nothing batch.
 public struct InboxFileParser: Sendable {
-    public enum Format: Sendable { case json, jsonLines, propertyList }
+    /// The inbox's formats (PROTOCOL.md §5), each with its names: the one
+    /// list the importer, `coffee-tracker import` and the help read.
+    public enum Format: Sendable, CaseIterable {
+        case json, jsonLines, propertyList
+        /// An Apple Health export: its `export.xml`, or the `export.zip` holding it.
+        case healthExport, healthExportZip
+
+        public var extensions: [String] {
+            switch self {
+            case .json: [".json"]
+            case .jsonLines: [".jsonl", ".ndjson"]
+            case .propertyList: [".plist"]
+            case .healthExport: [".xml"]
+            case .healthExportZip: [".zip"]
+            }
+        }
+
+        /// Read as a stream into the store's one commit (memory does not
+        /// grow with the file), rather than parsed whole.
+        public var streams: Bool {
+            switch self {
+            case .json, .propertyList: false
+            case .jsonLines, .healthExport, .healthExportZip: true
+            }
+        }
+
+        /// Whether `limits.maxExportBytes` bounds it, rather than `limits.maxFileBytes`.
+        public var isHealthExport: Bool { self == .healthExport || self == .healthExportZip }
+
+        /// "`.json`, `.jsonl`, …, `.zip`", for messages and help.
+        public static var names: String { allCases.flatMap(\.extensions).joined(separator: ", ") }
+    }
 
     public let decoder: BatchDecoder
 
@@ -15,10 +46,7 @@ public struct InboxFileParser: Sendable {
     /// The format a name asks for, or nil for a name the inbox does not take.
     public static func format(of name: String) -> Format? {
         let lower = name.lowercased()
-        if lower.hasSuffix(".json") { return .json }
-        if lower.hasSuffix(".jsonl") || lower.hasSuffix(".ndjson") { return .jsonLines }
-        if lower.hasSuffix(".plist") { return .propertyList }
-        return nil
+        return Format.allCases.first { format in format.extensions.contains { lower.hasSuffix($0) } }
     }
 
     /// Names left alone until renamed: dot-files and files still being written.
@@ -44,6 +72,8 @@ public struct InboxFileParser: Sendable {
                 throw InboxFileError(error.description)
             }
             return try document(now: now) { try PropertyListDecoder().decode(FileDocument.self, from: data) }
+        case .healthExport, .healthExportZip:
+            throw InboxFileError("a Health export is read as a stream, never whole")
         case .jsonLines:
             // Whole, for callers that want one batch; `JSONLinesReader` streams.
             let reader = JSONLinesReader(data: data, parser: self, now: now)

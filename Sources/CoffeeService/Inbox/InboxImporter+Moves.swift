@@ -1,5 +1,6 @@
 import CoffeeDomain
 import Foundation
+import HealthStore
 import Syscall
 
 #if canImport(Glibc)
@@ -73,5 +74,21 @@ extension InboxImporter {
         try DurableFile.syncFolder(folder.path)
         try DurableFile.syncFolder(inbox.path)
         return target
+    }
+
+    /// `<name>.summary.json` beside a Health export in `processed/` (PROTOCOL.md §5).
+    func writeSummary(_ summary: HealthExportReader.Summary, _ result: WriteResult, of moved: String) throws {
+        let body = JSONValue.object([
+            ("file", .string(moved)), ("records", .int(Int64(summary.records))),
+            ("caffeineRecords", .int(Int64(summary.caffeineRecords))), ("imported", .int(Int64(result.added))),
+            ("duplicates", .int(Int64(result.duplicates))),
+            (
+                "skipped",
+                .array(summary.skipped.map { .object([("line", .int(Int64($0.line))), ("reason", .string($0.reason))]) })
+            ),
+            ("skippedTotal", .int(Int64(summary.skippedTotal))), ("anchor", .int(result.anchor)),
+            ("at", .string(RFC3339.string(Date()))),
+        ])
+        try DurableFile.write(body.data(), to: processed.appendingPathComponent(moved + ".summary.json"))
     }
 }

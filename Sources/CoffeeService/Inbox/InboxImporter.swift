@@ -26,6 +26,8 @@ public actor InboxImporter {
         public var inbox: URL
         /// Larger files are refused (`limits.maxFileBytes`, default 256 MiB).
         public var maxFileBytes = 268_435_456
+        /// Larger Health exports are refused (`limits.maxExportBytes`, default 16 GiB).
+        public var maxExportBytes = 17_179_869_184
         /// A file found by a scan and modified this recently may still be
         /// open for writing; it is left for its close event (or a later
         /// scan). A close or rename event says the writer is done, so it
@@ -150,10 +152,13 @@ public actor InboxImporter {
         if kind == S_IFDIR { return refuse(name, InboxFileError("directories are refused; drop the files themselves")) }
         if kind != S_IFREG { return refuse(name, InboxFileError("not a regular file (a FIFO, socket or device); refused")) }
         guard let format = InboxFileParser.format(of: name) else {
-            return refuse(name, InboxFileError("unknown file type; the inbox takes .json, .jsonl, .ndjson and .plist"))
+            return refuse(name, InboxFileError("unknown file type; the inbox takes \(InboxFileParser.Format.names)"))
         }
-        if Int(info.st_size) > maxFileBytes {
-            return refuse(name, InboxFileError("file is \(info.st_size) bytes; limits.maxFileBytes is \(maxFileBytes)"))
+        let (limit, key) =
+            format.isHealthExport
+            ? (configuration.maxExportBytes, "limits.maxExportBytes") : (maxFileBytes, "limits.maxFileBytes")
+        if Int(info.st_size) > limit {
+            return refuse(name, InboxFileError("file is \(info.st_size) bytes; \(key) is \(limit)"))
         }
         let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
         if !writerDone && Date().timeIntervalSince1970 - modified < settleTime {
@@ -171,8 +176,21 @@ public actor InboxImporter {
         }
         let result: WriteResult
         let count: Int
+        var summary: HealthExportReader.Summary?
         do {
-            if format == .jsonLines {
+            if format.isHealthExport {
+                // One commit, decoded on a thread of its own while the store writes.
+                let source =
+                    format == .healthExportZip
+                    ? try HealthExportSource(zip: file.fileDescriptor) : HealthExportSource(xml: file.fileDescriptor)
+                let reader = try HealthExportReader(source: source, validator: parser.decoder.validator, now: clock.now())
+                let handoff = BatchHandoff()
+                handoff.start(name: "inbox-reader") { try reader.next() }
+                defer { handoff.abandon() }
+                result = try await store.applyStream { try handoff.take() }
+                count = result.added + result.duplicates
+                summary = reader.summary
+            } else if format == .jsonLines {
                 // Streamed into one transaction: memory is a few chunks, and
                 // a bad line rolls the whole file back. Lines are read and
                 // decoded on a thread of their own while the store writes
@@ -202,7 +220,8 @@ public actor InboxImporter {
         ServiceCounters.bump(counters.stored, by: result.added + result.deleted + result.unknown)
         ServiceCounters.bump(counters.duplicates, by: result.duplicates)
         do {
-            _ = try move(name, to: processed)
+            let moved = try move(name, to: processed)
+            if let summary { try writeSummary(summary, result, of: moved) }
             ServiceCounters.bump(counters.filesProcessed)
             logger.info(
                 "imported",

@@ -15,8 +15,11 @@ enum ImportCommand {
                                              [--key FILE] [--server-key KEY]
 
         Imports exported files (.json, .jsonl/.ndjson, .plist — the watch app's
-        CoffeeTracker.plist as it is) through the running service's query
-        endpoint. Each file is read and validated whole first: a file with any
+        CoffeeTracker.plist as it is — and Apple Health exports, export.xml or
+        the export.zip holding it) through the running service's query
+        endpoint. A Health export is read as a stream: its caffeine records
+        go in chunks as they are read, a record that breaks a drink rule is
+        skipped and listed at the end, and the progress bar counts bytes. Each file is read and validated whole first: a file with any
         bad element sends nothing, and the error names its index or line and
         field. Then its drinks and deletions go in chunks, each chunk one
         durable commit; importing the same file again adds nothing. A progress
@@ -57,8 +60,17 @@ enum ImportCommand {
         for path in args.positional {
             let started = Date()
             guard let format = InboxFileParser.format(of: path) else {
-                printError("\(path): unknown file type; expected .json, .jsonl, .ndjson or .plist")
+                printError("\(path): unknown file type; expected \(InboxFileParser.Format.names)")
                 failures += 1
+                continue
+            }
+            if format.isHealthExport {
+                do {
+                    try importExport(path, client: client, validator: parser.decoder.validator)
+                } catch {
+                    printError("\(path): \(error)")
+                    failures += 1
+                }
                 continue
             }
             // Validate the whole file first; then send it in order, chunk by chunk.
@@ -113,21 +125,56 @@ enum ImportCommand {
         return failures == 0 ? 0 : 1
     }
 
+    /// An Apple Health export, streamed: each batch of caffeine drinks is one
+    /// `add`, progress is bytes read, and the summary ends it.
+    static func importExport(_ path: String, client: QueryClient, validator: DrinkValidator) throws {
+        let started = Date()
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+        let reader = try HealthExportReader(path: path, validator: validator, now: Date())
+        let progress = Progress(total: size, label: (path as NSString).lastPathComponent, unit: "bytes")
+        var added = 0
+        var duplicates = 0
+        while let batch = try reader.next() {
+            if !batch.drinks.isEmpty {
+                let reply = try client.add(batch.drinks)
+                added += reply.added
+                duplicates += reply.duplicates
+            }
+            // A zip's bytes read are its XML's, past the file's size: the bar stops at 99%.
+            progress.set(min(Int(reader.bytesRead), max(size - 1, 0)))
+        }
+        progress.set(size)
+        progress.finish()
+        let s = reader.summary
+        print(
+            String(
+                format: "%@: %d records, %d of caffeine: added %d, duplicates %d, skipped %d, %.2f s", path, s.records,
+                s.caffeineRecords, added, duplicates, s.skippedTotal, Date().timeIntervalSince(started)))
+        for skipped in s.skipped.prefix(10) { print("  skipped line \(skipped.line): \(skipped.reason)") }
+        if s.skippedTotal > 10 { print("  … and \(s.skippedTotal - 10) more") }
+    }
+
     /// A progress bar on stderr when it is a terminal; silent otherwise.
     final class Progress {
         let total: Int
         let label: String
+        let unit: String
         var done = 0
         let enabled = isatty(2) != 0
 
-        init(total: Int, label: String) {
+        init(total: Int, label: String, unit: String = "") {
             self.total = total
             self.label = label
+            self.unit = unit
             draw()
         }
 
         func advance(_ n: Int) {
-            done += n
+            set(done + n)
+        }
+
+        func set(_ n: Int) {
+            done = n
             draw()
         }
 
@@ -136,7 +183,8 @@ enum ImportCommand {
             let width = 30
             let filled = done * width / total
             let bar = String(repeating: "=", count: filled) + String(repeating: " ", count: width - filled)
-            FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(done * 100 / total)% \(done)/\(total)".utf8))
+            let suffix = unit.isEmpty ? "" : " " + unit
+            FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(done * 100 / total)% \(done)/\(total)\(suffix)".utf8))
         }
 
         func finish() {
