@@ -4,7 +4,7 @@ CONFIG ?= config/coffee-tracker.json
 APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev pkg-config chromium chromium-driver
 PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client selenium
 
-.PHONY: all deps build release run test lint format unit integration pyenv bench soak tsan fuzz install clean
+.PHONY: all deps build release run test lint format unit integration pyenv bench bench-deps soak tsan fuzz install clean
 
 all: build
 
@@ -58,10 +58,18 @@ integration: build pyenv
 	COFFEE_TRACKER=$(CURDIR)/.build/debug/coffee-tracker $(PYENV)/bin/python -m pytest -q --timeout=300 Tests/integration
 
 ## Benchmarks (never part of `make test`): release build, real processes, loopback.
-bench: release
+bench: release bench-deps
 	.build/release/coffee-bench --out bench/results.json
 	python3 bench/peers.py --out bench/peers.json
 	python3 bench/consumers.py --out bench/consumers.json
+	python3 bench/health.py --out bench/health.json
+
+## The baselines of bench/health.py: xmllint, unzip, healthkit-to-sqlite.
+BENCH_APT := libxml2-utils unzip
+bench-deps:
+	@for p in $(BENCH_APT); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+	@command -v healthkit-to-sqlite >/dev/null || python3 -m pip install -q healthkit-to-sqlite
 
 ## The Swift tests under ThreadSanitizer (never part of `make test`: a separate build, minutes).
 tsan: deps

@@ -19,6 +19,15 @@ struct BenchMain {
 
     static func main() async {
         var args = Array(CommandLine.arguments.dropFirst())
+        if args.first == "health-readers", args.count == 2 {
+            do {
+                print(try HealthReadersBench.run(args[1]))
+            } catch {
+                FileHandle.standardError.write(Data("coffee-bench health-readers: \(error)\n".utf8))
+                exit(1)
+            }
+            return
+        }
         if args.contains("--help") || args.contains("-h") {
             print(
                 """

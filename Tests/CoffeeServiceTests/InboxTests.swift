@@ -27,10 +27,45 @@ struct InboxTests {
             #expect(InboxFileParser.isIgnored(name), "\(name)")
         }
         #expect(!InboxFileParser.isIgnored("a.json"))
-        #expect(InboxFileParser.format(of: "A.JSON") == .json)
-        #expect(InboxFileParser.format(of: "a.ndjson") == .jsonLines)
-        #expect(InboxFileParser.format(of: "CoffeeTracker.plist") == .propertyList)
-        #expect(InboxFileParser.format(of: "a.txt") == nil)
+        #expect(InboxFormat.of("A.JSON") == .json)
+        #expect(InboxFormat.of("a.ndjson") == .jsonLines)
+        #expect(InboxFormat.of("CoffeeTracker.plist") == .propertyList)
+        #expect(InboxFormat.of("a.txt") == nil)
+        #expect(InboxFormat.of("export.XML") == .healthExport)
+        #expect(InboxFormat.of("export.zip") == .healthExportZip)
+    }
+
+    /// The one list of formats: no name claimed twice, each found by its
+    /// own names, and each format's reader hands out what the file holds,
+    /// counting it; a format that streams does so in batches of the
+    /// context's size.
+    @Test func formatsAreOneRegistry() throws {
+        let all = InboxFormat.all.flatMap(\.extensions)
+        #expect(Set(all).count == all.count)
+        for format in InboxFormat.all {
+            for name in format.extensions { #expect(InboxFormat.of("a" + name.uppercased()) == format) }
+            #expect(InboxFormat.names.contains(format.extensions[0]))
+        }
+        #expect(InboxFormat.all.filter(\.skipsBadRecords).allSatisfy { $0.sizeLimit == .export && $0.streams })
+
+        let parser = InboxFileParser(decoder: BatchDecoder())
+        let drinks = (0..<7).map { _ in #"{"uuid":"\#(UUID())","mgCaffeine":5,"date":"2026-11-29T08:00:00Z"}"# }
+        let context = InboxFormat.Context(parser: parser, now: .distantFuture, chunkSize: 3)
+        var sizes: [Int] = []
+        let lines = try InboxFormat.jsonLines.reader(for: .bytes(Data(drinks.joined(separator: "\n").utf8)), context)
+        while let batch = try lines.next() { sizes.append(batch.count) }
+        #expect(sizes == [3, 3, 1] && lines.changesRead == 7 && lines.summary == nil)
+
+        sizes = []
+        let document = try InboxFormat.json.reader(for: .bytes(Data(("[" + drinks.joined(separator: ",") + "]").utf8)), context)
+        while let batch = try document.next() { sizes.append(batch.count) }
+        #expect(sizes == [7] && document.changesRead == 7)
+
+        #expect {
+            _ = try InboxFormat.healthExport.reader(for: .bytes(Data("<HealthData/>".utf8)), context)
+        } throws: { error in
+            (error as? InboxFileError)?.description.contains("read from its file") == true
+        }
     }
 
     @Test func jsonLinesErrorsNameTheLine() {
@@ -81,7 +116,7 @@ struct InboxTests {
         let reader = JSONLinesReader(file: try FileHandle(forReadingFrom: url), parser: parser, now: .distantFuture)
         var chunks = 0
         var drinks = 0
-        while let chunk = try reader.nextChunk() {
+        while let chunk = try reader.next() {
             chunks += 1
             drinks += chunk.drinks.count
         }
@@ -89,7 +124,7 @@ struct InboxTests {
         // The same bytes from memory are read in the same pieces, to the same drinks.
         let fromMemory = JSONLinesReader(data: try Data(contentsOf: url), parser: parser, now: .distantFuture)
         var remembered: [UUID] = []
-        while let chunk = try fromMemory.nextChunk() { remembered += chunk.drinks.map(\.uuid) }
+        while let chunk = try fromMemory.next() { remembered += chunk.drinks.map(\.uuid) }
         #expect(remembered.map(\.uuidString) == lines.map { String($0.dropFirst(9).prefix(36)) })
 
         var broken = lines
@@ -97,7 +132,7 @@ struct InboxTests {
         try Data((broken.joined(separator: "\n") + "\n").utf8).write(to: url)
         let again = JSONLinesReader(file: try FileHandle(forReadingFrom: url), parser: parser, now: .distantFuture)
         #expect {
-            while try again.nextChunk() != nil {}
+            while try again.next() != nil {}
         } throws: { error in
             (error as? InboxFileError)?.line == 19_001
         }

@@ -103,11 +103,13 @@ def other_records(i, start):
             f'creationDate="{start}" startDate="{start}" endDate="{start}" value="HKCategoryValueSleepAnalysisAsleepCore"/>\n')
 
 
-def write_export(path, records=500, caffeine_every=10, first=0, invalid=True, sources=("Coffee Tracker", "Caffeine+")):
+def write_export(path, records=500, caffeine_every=10, first=0, invalid=True, sources=("Coffee Tracker", "Caffeine+"),
+                 seconds_apart=20):
     """Writes an export of `records` top-level elements (every `caffeine_every`-th
     a caffeine record) and returns (drinks expected, counts). Record i is dated
-    20 s after the one before, from 2025-01-01 (a million records stay in the
-    past), so a later export holds the earlier one's records as they were."""
+    `seconds_apart` after the one before, from 2025-01-01 (at 20 s a million
+    records stay in the past; at 5 s, ten million), so a later export holds
+    the earlier one's records as they were."""
     base = datetime.datetime(2025, 1, 1, 6, 0, tzinfo=datetime.timezone.utc)
     offsets = [60, 345, -210, 0, 120]  # +0100, +0545, -0330, +0000, +0200
     drinks, counts = [], {"records": 0, "caffeineRecords": 0, "skipped": 0}
@@ -115,7 +117,7 @@ def write_export(path, records=500, caffeine_every=10, first=0, invalid=True, so
         out.write(PREAMBLE)
         chunk = []
         for i in range(first, first + records):
-            when = base + datetime.timedelta(seconds=20 * i)
+            when = base + datetime.timedelta(seconds=seconds_apart * i)
             offset = offsets[i % len(offsets)]
             start = export_date(when, offset)
             if i % caffeine_every == 0:

@@ -11,31 +11,23 @@ import HealthStore
 ///
 /// `next()` hands out batches for the store's one-commit stream (as JSON
 /// Lines does); a caffeine record that breaks a drink rule is skipped and
-/// counted in `summary`. A document that is not well-formed, or whose root is
+/// counted in `summary`. The formats are in `HealthExportReader+Format.swift`. A document that is not well-formed, or whose root is
 /// not `HealthData`, fails the file.
 ///
 /// Unchecked `Sendable`: one thread at a time uses it, handed over by
 /// `BatchHandoff` (the reader's thread while it reads, the importer's once
 /// `take()` has returned nil), as `JSONLinesReader`.
-public final class HealthExportReader: @unchecked Sendable {
+public final class HealthExportReader: InboxFileReader, @unchecked Sendable {
     static let caffeineType = "HKQuantityTypeIdentifierDietaryCaffeine"
     static let batchSize = 1000
-    static let skippedListed = 100
-
-    /// What `<name>.summary.json` says (besides `imported` and `duplicates`, which the commit knows).
-    public struct Summary: Sendable {
-        public var records = 0
-        public var caffeineRecords = 0
-        /// The first 100 caffeine records skipped, with their line and why.
-        public var skipped: [(line: Int, reason: String)] = []
-        public var skippedTotal = 0
-    }
 
     private let source: HealthExportSource
     private let validator: DrinkValidator
     private let now: Date
     private var reader: OpaquePointer?
-    public private(set) var summary = Summary()
+    private var tally = ImportSummary()
+    public var summary: ImportSummary? { tally }
+    public private(set) var changesRead = 0
     private var started = false
     private var done = false
 
@@ -54,21 +46,6 @@ public final class HealthExportReader: @unchecked Sendable {
 
     deinit {
         ct_health_free(reader)
-    }
-
-    /// Opens the export at `path` (`.xml`, or the `.zip` holding it), for
-    /// `coffee-tracker import`; the file stays open while the reader lives.
-    public convenience init(path: String, validator: DrinkValidator, now: Date) throws(InboxFileError) {
-        let handle: FileHandle
-        do {
-            handle = try InboxImporter.open(path)
-        } catch {
-            throw InboxFileError("cannot be read (\(error))")
-        }
-        let zip = path.lowercased().hasSuffix(".zip")
-        let source = zip ? try HealthExportSource(zip: handle.fileDescriptor) : HealthExportSource(xml: handle.fileDescriptor)
-        source.keep(handle)
-        try self.init(source: source, validator: validator, now: now)
     }
 
     /// Bytes of the file (or of the zip's XML) read so far.
@@ -94,6 +71,7 @@ public final class HealthExportReader: @unchecked Sendable {
             }
             if ct_health_is(reader, "Record") != 0 { record(reader, into: &batch) }
         }
+        changesRead += batch.count
         return batch.drinks.isEmpty && done ? nil : batch
     }
 
@@ -122,9 +100,9 @@ public final class HealthExportReader: @unchecked Sendable {
 
     /// One `Record`: counted; a caffeine record becomes a drink, or is skipped with its reason.
     private func record(_ reader: OpaquePointer, into batch: inout WriteBatch) {
-        summary.records += 1
+        tally.records += 1
         guard ct_health_attribute_is(reader, "type", Self.caffeineType) != 0 else { return }
-        summary.caffeineRecords += 1
+        tally.caffeineRecords += 1
         let line = Int(ct_health_line(reader))
         do throws(ValidationError) {
             batch.drinks.append(
@@ -132,7 +110,7 @@ public final class HealthExportReader: @unchecked Sendable {
                     source: attribute(reader, "sourceName"), start: attribute(reader, "startDate"),
                     value: attribute(reader, "value"), unit: attribute(reader, "unit")))
         } catch {
-            skip(line, error.description)
+            tally.skip(line, error.description)
         }
     }
 
@@ -169,11 +147,6 @@ public final class HealthExportReader: @unchecked Sendable {
                 ("source", .string("health:\(source)")),
             ]))
         return try validator.drink(from: input, now: now, defaultSource: "inbox")
-    }
-
-    private func skip(_ line: Int, _ reason: String) {
-        summary.skippedTotal += 1
-        if summary.skipped.count < Self.skippedListed { summary.skipped.append((line, reason)) }
     }
 
     /// Health's dates: `2024-01-02 08:15:00 +0100`.

@@ -14,11 +14,6 @@ final class HealthExportSource {
     private let fd: Int32
     private var archive: OpaquePointer?
     private(set) var bytesRead: Int64 = 0
-    /// The open file, when this source owns it.
-    private var handle: FileHandle?
-
-    func keep(_ handle: FileHandle) { self.handle = handle }
-
     /// The XML file as it is.
     init(xml fd: Int32) {
         self.fd = fd

@@ -2,51 +2,13 @@ import CoffeeDomain
 import Foundation
 import HealthStore
 
-/// Reads the inbox's formats (PROTOCOL.md §5) into one all-or-nothing batch.
+/// The drink rules as the inbox's readers apply them (PROTOCOL.md §5): a
+/// JSON Lines line, a whole document; the formats themselves are `InboxFormat`.
 public struct InboxFileParser: Sendable {
-    /// The inbox's formats (PROTOCOL.md §5), each with its names: the one
-    /// list the importer, `coffee-tracker import` and the help read.
-    public enum Format: Sendable, CaseIterable {
-        case json, jsonLines, propertyList
-        /// An Apple Health export: its `export.xml`, or the `export.zip` holding it.
-        case healthExport, healthExportZip
-
-        public var extensions: [String] {
-            switch self {
-            case .json: [".json"]
-            case .jsonLines: [".jsonl", ".ndjson"]
-            case .propertyList: [".plist"]
-            case .healthExport: [".xml"]
-            case .healthExportZip: [".zip"]
-            }
-        }
-
-        /// Read as a stream into the store's one commit (memory does not
-        /// grow with the file), rather than parsed whole.
-        public var streams: Bool {
-            switch self {
-            case .json, .propertyList: false
-            case .jsonLines, .healthExport, .healthExportZip: true
-            }
-        }
-
-        /// Whether `limits.maxExportBytes` bounds it, rather than `limits.maxFileBytes`.
-        public var isHealthExport: Bool { self == .healthExport || self == .healthExportZip }
-
-        /// "`.json`, `.jsonl`, …, `.zip`", for messages and help.
-        public static var names: String { allCases.flatMap(\.extensions).joined(separator: ", ") }
-    }
-
     public let decoder: BatchDecoder
 
     public init(decoder: BatchDecoder) {
         self.decoder = decoder
-    }
-
-    /// The format a name asks for, or nil for a name the inbox does not take.
-    public static func format(of name: String) -> Format? {
-        let lower = name.lowercased()
-        return Format.allCases.first { format in format.extensions.contains { lower.hasSuffix($0) } }
     }
 
     /// Names left alone until renamed: dot-files and files still being written.
@@ -55,38 +17,22 @@ public struct InboxFileParser: Sendable {
             || [".tmp", ".part", ".partial"].contains { name.lowercased().hasSuffix($0) }
     }
 
-    /// Parses `data` as `format`.
-    public func parse(_ data: Data, format: Format, now: Date) throws(InboxFileError) -> WriteBatch {
-        switch format {
-        case .json:
-            guard String(validating: data, as: UTF8.self) != nil else { throw InboxFileError("file is not valid UTF-8") }
-            return try data.withUnsafeBytes { bytes in
-                Result { () throws(InboxFileError) in try JSONDocumentReader(parser: self, now: now).read(bytes) }
-            }.get()
-        case .propertyList:
-            // Foundation's parsers recurse: the shape is checked first, so
-            // that no file can run them off the end of the stack.
-            do throws(PropertyListCheck.Refusal) {
-                try PropertyListCheck.check(data)
-            } catch {
-                throw InboxFileError(error.description)
+    /// Reads `data` as `format` into one batch: for tests, and callers
+    /// that want a file whole (the inbox streams what streams).
+    ///
+    /// - Throws: `InboxFileError`; also for JSON Lines with a drink after a
+    ///   deletion, which one batch cannot hold in the file's order.
+    public func parse(_ data: Data, format: InboxFormat, now: Date) throws(InboxFileError) -> WriteBatch {
+        let reader = try format.reader(for: .bytes(data), InboxFormat.Context(parser: self, now: now))
+        var all = WriteBatch()
+        while let chunk = try reader.next() {
+            guard all.acceptsDrinksInOrder || chunk.drinks.isEmpty else {
+                throw InboxFileError("a drink after a deletion cannot be merged into one batch; stream the file instead")
             }
-            return try document(now: now) { try PropertyListDecoder().decode(FileDocument.self, from: data) }
-        case .healthExport, .healthExportZip:
-            throw InboxFileError("a Health export is read as a stream, never whole")
-        case .jsonLines:
-            // Whole, for callers that want one batch; `JSONLinesReader` streams.
-            let reader = JSONLinesReader(data: data, parser: self, now: now)
-            var all = WriteBatch()
-            while let chunk = try reader.nextChunk() {
-                guard all.acceptsDrinksInOrder || chunk.drinks.isEmpty else {
-                    throw InboxFileError("a drink after a deletion cannot be merged into one batch; stream the file instead")
-                }
-                all.drinks += chunk.drinks
-                all.deletions += chunk.deletions
-            }
-            return all
+            all.drinks += chunk.drinks
+            all.deletions += chunk.deletions
         }
+        return all
     }
 
     /// What one line of a JSON Lines file holds.

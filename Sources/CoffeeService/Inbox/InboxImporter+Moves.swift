@@ -77,7 +77,7 @@ extension InboxImporter {
     }
 
     /// `<name>.summary.json` beside a Health export in `processed/` (PROTOCOL.md §5).
-    func writeSummary(_ summary: HealthExportReader.Summary, _ result: WriteResult, of moved: String) throws {
+    func writeSummary(_ summary: ImportSummary, _ result: WriteResult, of moved: String) throws {
         let body = JSONValue.object([
             ("file", .string(moved)), ("records", .int(Int64(summary.records))),
             ("caffeineRecords", .int(Int64(summary.caffeineRecords))), ("imported", .int(Int64(result.added))),

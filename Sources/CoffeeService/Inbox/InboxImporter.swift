@@ -151,12 +151,14 @@ public actor InboxImporter {
         if kind == S_IFLNK { return refuse(name, InboxFileError("symbolic links are refused; copy or move the file itself in")) }
         if kind == S_IFDIR { return refuse(name, InboxFileError("directories are refused; drop the files themselves")) }
         if kind != S_IFREG { return refuse(name, InboxFileError("not a regular file (a FIFO, socket or device); refused")) }
-        guard let format = InboxFileParser.format(of: name) else {
-            return refuse(name, InboxFileError("unknown file type; the inbox takes \(InboxFileParser.Format.names)"))
+        guard let format = InboxFormat.of(name) else {
+            return refuse(name, InboxFileError("unknown file type; the inbox takes \(InboxFormat.names)"))
         }
         let (limit, key) =
-            format.isHealthExport
-            ? (configuration.maxExportBytes, "limits.maxExportBytes") : (maxFileBytes, "limits.maxFileBytes")
+            switch format.sizeLimit {
+            case .export: (configuration.maxExportBytes, "limits.maxExportBytes")
+            case .file: (maxFileBytes, "limits.maxFileBytes")
+            }
         if Int(info.st_size) > limit {
             return refuse(name, InboxFileError("file is \(info.st_size) bytes; \(key) is \(limit)"))
         }
@@ -175,36 +177,22 @@ public actor InboxImporter {
             return refuse(name, InboxFileError("file cannot be read (\(error))"))
         }
         let result: WriteResult
-        let count: Int
-        var summary: HealthExportReader.Summary?
+        let reader: any InboxFileReader
         do {
-            if format.isHealthExport {
-                // One commit, decoded on a thread of its own while the store writes.
-                let source =
-                    format == .healthExportZip
-                    ? try HealthExportSource(zip: file.fileDescriptor) : HealthExportSource(xml: file.fileDescriptor)
-                let reader = try HealthExportReader(source: source, validator: parser.decoder.validator, now: clock.now())
+            reader = try format.reader(for: .file(file), InboxFormat.Context(parser: parser, now: clock.now()))
+            if format.streams {
+                // Streamed into one transaction: memory is a few batches, and
+                // a file that fails rolls the whole file back. The file is
+                // read and decoded on a thread of its own while the store
+                // writes the batches before.
                 let handoff = BatchHandoff()
                 handoff.start(name: "inbox-reader") { try reader.next() }
                 defer { handoff.abandon() }
                 result = try await store.applyStream { try handoff.take() }
-                count = result.added + result.duplicates
-                summary = reader.summary
-            } else if format == .jsonLines {
-                // Streamed into one transaction: memory is a few chunks, and
-                // a bad line rolls the whole file back. Lines are read and
-                // decoded on a thread of their own while the store writes
-                // the chunks before them.
-                let reader = JSONLinesReader(file: file, parser: parser, now: clock.now())
-                let handoff = BatchHandoff()
-                handoff.start(name: "inbox-reader") { try reader.next() }
-                defer { handoff.abandon() }
-                result = try await store.applyStream { try handoff.take() }
-                count = reader.changesRead  // the reader is done: take() returned nil
             } else {
-                let batch = try parser.parse(try file.readToEnd() ?? Data(), format: format, now: clock.now())
-                result = try await store.apply(batch)
-                count = batch.count
+                // Read whole when the reader was made: one batch, committed
+                // with whatever else is waiting.
+                result = try await store.apply(try reader.next() ?? WriteBatch())
             }
         } catch let error as InboxFileError {
             return refuse(name, error)
@@ -216,12 +204,12 @@ public actor InboxImporter {
             scheduleRetryWhenWritable()
             return
         }
-        counters.received(count, over: .inbox)
+        counters.received(reader.changesRead, over: .inbox)  // the reader is done: take() returned nil
         ServiceCounters.bump(counters.stored, by: result.added + result.deleted + result.unknown)
         ServiceCounters.bump(counters.duplicates, by: result.duplicates)
         do {
             let moved = try move(name, to: processed)
-            if let summary { try writeSummary(summary, result, of: moved) }
+            if let summary = reader.summary { try writeSummary(summary, result, of: moved) }
             ServiceCounters.bump(counters.filesProcessed)
             logger.info(
                 "imported",
@@ -261,7 +249,7 @@ public actor InboxImporter {
 
     /// Opens a regular file (checked with lstat just before) without
     /// following a link swapped in since, or blocking on a FIFO.
-    static func open(_ path: String) throws -> FileHandle {
+    public static func open(_ path: String) throws -> FileHandle {
         let fd = try Syscall.call("open", path) { Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
         return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     }

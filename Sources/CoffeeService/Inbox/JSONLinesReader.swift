@@ -8,7 +8,7 @@ import HealthStore
 /// A chunk holds drinks, then deletions; it ends early where a drink follows
 /// a deletion, because a batch applies its saves before its deletions and
 /// the file's order must hold.
-public final class JSONLinesReader: @unchecked Sendable {
+public final class JSONLinesReader: InboxFileReader, @unchecked Sendable {
     static let pieceSize = 1 << 20
 
     private let parser: InboxFileParser
@@ -24,6 +24,7 @@ public final class JSONLinesReader: @unchecked Sendable {
     private var carried: Drink?
     /// Drinks and deletions handed out so far.
     public private(set) var changesRead = 0
+    public private(set) var bytesRead: Int64 = 0
 
     /// Reads `file` from its current offset in pieces; does not close it.
     public init(file: FileHandle, parser: InboxFileParser, now: Date, chunkSize: Int = 5000) {
@@ -70,14 +71,19 @@ public final class JSONLinesReader: @unchecked Sendable {
             // Keep only the unfinished line, then read another piece.
             buffer.removeFirst(position)
             position = 0
-            if let piece = try readPiece(), !piece.isEmpty { buffer.append(contentsOf: piece) } else { atEnd = true }
+            if let piece = try readPiece(), !piece.isEmpty {
+                buffer.append(contentsOf: piece)
+                bytesRead += Int64(piece.count)
+            } else {
+                atEnd = true
+            }
         }
     }
 
     /// The next chunk, or nil at the end of the file.
     ///
     /// - Throws: `InboxFileError` naming the line.
-    public func nextChunk() throws(InboxFileError) -> WriteBatch? {
+    public func next() throws(InboxFileError) -> WriteBatch? {
         var chunk = WriteBatch()
         if let carried { chunk.drinks.append(carried) }
         carried = nil
@@ -114,7 +120,4 @@ public final class JSONLinesReader: @unchecked Sendable {
         changesRead += chunk.count
         return chunk
     }
-
-    /// For `HealthStore.applyStream`, whose source throws untyped.
-    public func next() throws -> WriteBatch? { try nextChunk() }
 }

@@ -14,15 +14,17 @@ enum ImportCommand {
         Usage: coffee-tracker import FILE... [--config FILE] [--query ENDPOINT] [--timeout SECONDS]
                                              [--key FILE] [--server-key KEY]
 
-        Imports exported files (.json, .jsonl/.ndjson, .plist — the watch app's
-        CoffeeTracker.plist as it is — and Apple Health exports, export.xml or
-        the export.zip holding it) through the running service's query
-        endpoint. A Health export is read as a stream: its caffeine records
-        go in chunks as they are read, a record that breaks a drink rule is
-        skipped and listed at the end, and the progress bar counts bytes. Each file is read and validated whole first: a file with any
-        bad element sends nothing, and the error names its index or line and
-        field. Then its drinks and deletions go in chunks, each chunk one
-        durable commit; importing the same file again adds nothing. A progress
+        Imports exported files (\(InboxFormat.names): JSON, JSON Lines,
+        property lists — the watch app's CoffeeTracker.plist as it is — and
+        Apple Health exports, export.xml or the export.zip holding it) through
+        the running service's query endpoint. Each file is read and validated
+        whole first: a file with any bad element sends nothing, and the error
+        names its index or line and field. Then its drinks and deletions go in
+        chunks, each chunk one durable commit; importing the same file again
+        adds nothing. A Health export is read as a stream instead: its
+        caffeine records go in chunks as they are read, a record that breaks
+        a drink rule is skipped and listed at the end, and the progress bar
+        counts bytes. A progress
         bar shows on a terminal; a summary follows (added, duplicates, deleted,
         time). Without a running service it refuses, naming the endpoint.
         --timeout is how long each chunk may take (default 30 s). Under
@@ -58,40 +60,48 @@ enum ImportCommand {
             decoder: BatchDecoder(validator: DrinkValidator(limits: configuration.drinkLimits)))
         var failures = 0
         for path in args.positional {
-            let started = Date()
-            guard let format = InboxFileParser.format(of: path) else {
-                printError("\(path): unknown file type; expected \(InboxFileParser.Format.names)")
-                failures += 1
-                continue
-            }
-            if format.isHealthExport {
-                do {
-                    try importExport(path, client: client, validator: parser.decoder.validator)
-                } catch {
-                    printError("\(path): \(error)")
-                    failures += 1
-                }
-                continue
-            }
-            // Validate the whole file first; then send it in order, chunk by chunk.
-            let data: Data
-            var total = 0
             do {
-                data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
-                if format == .jsonLines {
-                    let reader = JSONLinesReader(data: data, parser: parser, now: Date(), chunkSize: chunk)
-                    while let part = try reader.nextChunk() { total += part.count }
-                } else {
-                    total = try parser.parse(data, format: format, now: Date()).count
-                }
+                try importFile(path, client: client, parser: parser)
             } catch {
                 printError("\(path): \(error)")
                 failures += 1
-                continue
             }
-            let progress = Progress(total: total, label: (path as NSString).lastPathComponent)
-            var totals = (added: 0, duplicates: 0, deleted: 0, unknown: 0)
-            func send(_ part: WriteBatch) throws {
+        }
+        return failures == 0 ? 0 : 1
+    }
+
+    /// One file, in the way its format asks: a format that skips bad
+    /// records (a Health export) is sent as it is read, progress by bytes,
+    /// ending with its summary; any other is read and validated whole first
+    /// (a bad element sends nothing), then sent in order, chunk by chunk.
+    static func importFile(_ path: String, client: QueryClient, parser: InboxFileParser) throws {
+        let started = Date()
+        guard let format = InboxFormat.of(path) else {
+            throw InboxFileError("unknown file type; expected \(InboxFormat.names)")
+        }
+        let file: FileHandle
+        do {
+            file = try InboxImporter.open(path)
+        } catch {
+            throw InboxFileError("cannot be read (\(error))")
+        }
+        let context = InboxFormat.Context(parser: parser, now: Date(), chunkSize: chunk)
+        let label = (path as NSString).lastPathComponent
+        let progress: Progress
+        if format.skipsBadRecords {
+            let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+            progress = Progress(total: size, label: label, unit: "bytes")
+        } else {
+            var total = 0
+            let check = try format.reader(for: .file(file), context)
+            while let part = try check.next() { total += part.count }
+            try file.seek(toOffset: 0)
+            progress = Progress(total: total, label: label)
+        }
+        let reader = try format.reader(for: .file(file), context)
+        var totals = (added: 0, duplicates: 0, deleted: 0, unknown: 0)
+        while let batch = try reader.next() {
+            for part in batch.chunks(of: chunk) {
                 if !part.drinks.isEmpty {
                     let reply = try client.add(part.drinks)
                     totals.added += reply.added
@@ -102,54 +112,25 @@ enum ImportCommand {
                     totals.deleted += reply.deleted
                     totals.unknown += reply.unknown
                 }
-                progress.advance(part.count)
+                if !format.skipsBadRecords { progress.advance(part.count) }
             }
-            if format == .jsonLines {
-                let reader = JSONLinesReader(data: data, parser: parser, now: Date(), chunkSize: chunk)
-                while let part = try reader.nextChunk() { try send(part) }
-            } else {
-                let batch = try parser.parse(data, format: format, now: Date())
-                for start in stride(from: 0, to: batch.drinks.count, by: chunk) {
-                    try send(WriteBatch(drinks: Array(batch.drinks[start..<min(start + chunk, batch.drinks.count)])))
-                }
-                for start in stride(from: 0, to: batch.deletions.count, by: chunk) {
-                    try send(WriteBatch(deletions: Array(batch.deletions[start..<min(start + chunk, batch.deletions.count)])))
-                }
-            }
-            progress.finish()
+            // A zip's bytes read are its XML's, past the file's size: the bar stops at 99%.
+            if format.skipsBadRecords { progress.set(min(Int(reader.bytesRead), max(progress.total - 1, 0))) }
+        }
+        progress.set(progress.total)
+        progress.finish()
+        let seconds = Date().timeIntervalSince(started)
+        guard let s = reader.summary else {
             print(
                 String(
                     format: "%@: added %d, duplicates %d, deleted %d, unknown %d, %.2f s", path, totals.added,
-                    totals.duplicates, totals.deleted, totals.unknown, Date().timeIntervalSince(started)))
+                    totals.duplicates, totals.deleted, totals.unknown, seconds))
+            return
         }
-        return failures == 0 ? 0 : 1
-    }
-
-    /// An Apple Health export, streamed: each batch of caffeine drinks is one
-    /// `add`, progress is bytes read, and the summary ends it.
-    static func importExport(_ path: String, client: QueryClient, validator: DrinkValidator) throws {
-        let started = Date()
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
-        let reader = try HealthExportReader(path: path, validator: validator, now: Date())
-        let progress = Progress(total: size, label: (path as NSString).lastPathComponent, unit: "bytes")
-        var added = 0
-        var duplicates = 0
-        while let batch = try reader.next() {
-            if !batch.drinks.isEmpty {
-                let reply = try client.add(batch.drinks)
-                added += reply.added
-                duplicates += reply.duplicates
-            }
-            // A zip's bytes read are its XML's, past the file's size: the bar stops at 99%.
-            progress.set(min(Int(reader.bytesRead), max(size - 1, 0)))
-        }
-        progress.set(size)
-        progress.finish()
-        let s = reader.summary
         print(
             String(
                 format: "%@: %d records, %d of caffeine: added %d, duplicates %d, skipped %d, %.2f s", path, s.records,
-                s.caffeineRecords, added, duplicates, s.skippedTotal, Date().timeIntervalSince(started)))
+                s.caffeineRecords, totals.added, totals.duplicates, s.skippedTotal, seconds))
         for skipped in s.skipped.prefix(10) { print("  skipped line \(skipped.line): \(skipped.reason)") }
         if s.skippedTotal > 10 { print("  … and \(s.skippedTotal - 10) more") }
     }
@@ -190,5 +171,18 @@ enum ImportCommand {
         func finish() {
             if enabled && total > 0 { FileHandle.standardError.write(Data("\n".utf8)) }
         }
+    }
+}
+
+extension WriteBatch {
+    /// The batch as requests of at most `size` changes, in its order: its
+    /// drinks, then its deletions (as one batch applies them).
+    fileprivate func chunks(of size: Int) -> [WriteBatch] {
+        stride(from: 0, to: drinks.count, by: size).map {
+            WriteBatch(drinks: Array(drinks[$0..<min($0 + size, drinks.count)]))
+        }
+            + stride(from: 0, to: deletions.count, by: size).map {
+                WriteBatch(deletions: Array(deletions[$0..<min($0 + size, deletions.count)]))
+            }
     }
 }
