@@ -3,8 +3,8 @@ import Foundation
 /// How domain values look on the wire (PROTOCOL.md §1 and §3).
 public enum WireFormat {
     /// A drink: `uuid`, `mgCaffeine`, `date`, `version`, and `type` and
-    /// `source` when known.
-    public static func json(_ drink: Drink) -> JSONValue {
+    /// `source` when known; in `changes`, the `anchor` of its own change.
+    public static func json(_ drink: Drink, anchor: Int64? = nil) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("uuid", .string(UUIDText.string(drink.uuid))),
             ("mgCaffeine", .double(drink.mgCaffeine)),
@@ -13,13 +13,14 @@ public enum WireFormat {
         ]
         if let type = drink.type { members.append(("type", .string(type.rawValue))) }
         if let source = drink.source { members.append(("source", .string(source))) }
+        if let anchor { members.append(("anchor", .int(anchor))) }
         return .object(members)
     }
 
     /// `json(drink)`, written straight to bytes: the broadcaster encodes
     /// every stored drink, and building the tree and its strings first was
     /// most of its time. A test holds the two to the same bytes.
-    public static func write(_ drink: Drink, into out: inout [UInt8]) {
+    public static func write(_ drink: Drink, anchor: Int64? = nil, into out: inout [UInt8]) {
         out += #"{"uuid":""#.utf8
         UUIDText.write(drink.uuid, into: &out)
         out += #"","mgCaffeine":"#.utf8
@@ -36,29 +37,44 @@ public enum WireFormat {
             out += #","source":"#.utf8
             JSONValue.quote(source, into: &out)
         }
+        if let anchor {
+            out += #","anchor":"#.utf8
+            out += String(anchor).utf8
+        }
         out.append(UInt8(ascii: "}"))
     }
 
-    /// A `changes` message (PROTOCOL.md §3), as bytes.
-    public static func changesMessage(anchor: Int64, previousAnchor: Int64, added: [Drink], deleted: [Tombstone]) -> [UInt8] {
+    /// A `changes` message (PROTOCOL.md §3), as bytes: each drink and
+    /// tombstone with the anchor of its own change (`addedAnchors[i]` is
+    /// `added[i]`'s).
+    public static func changesMessage(
+        anchor: Int64, previousAnchor: Int64, added: [Drink], addedAnchors: [Int64], deleted: [Tombstone],
+        deletedAnchors: [Int64]
+    ) -> [UInt8] {
+        precondition(added.count == addedAnchors.count && deleted.count == deletedAnchors.count)
         var out: [UInt8] = []
-        out.reserveCapacity(64 + added.count * 140 + deleted.count * 60)
+        out.reserveCapacity(64 + added.count * 160 + deleted.count * 80)
         out += #"{"anchor":\#(anchor),"previousAnchor":\#(previousAnchor),"added":["#.utf8
         for (i, drink) in added.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            write(drink, into: &out)
+            write(drink, anchor: addedAnchors[i], into: &out)
         }
         out += #"],"deleted":["#.utf8
         for (i, tombstone) in deleted.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            json(tombstone).write(to: &out)
+            json(tombstone, anchor: deletedAnchors[i]).write(to: &out)
         }
         out += "]}".utf8
         return out
     }
 
-    public static func json(_ tombstone: Tombstone) -> JSONValue {
-        .object([("uuid", .string(UUIDText.string(tombstone.uuid))), ("version", .int(tombstone.version))])
+    /// A tombstone: `uuid` and `version`; in `changes`, the `anchor` of its own change.
+    public static func json(_ tombstone: Tombstone, anchor: Int64? = nil) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("uuid", .string(UUIDText.string(tombstone.uuid))), ("version", .int(tombstone.version)),
+        ]
+        if let anchor { members.append(("anchor", .int(anchor))) }
+        return .object(members)
     }
 
     /// The model's members, ready to be sent alone or inside a reply.

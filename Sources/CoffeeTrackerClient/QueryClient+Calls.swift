@@ -42,7 +42,7 @@ extension QueryClient {
 
     /// Stores `drinks`; returns once the commit is durable.
     public func add(_ drinks: [Drink]) throws -> AddResult {
-        try decoded { try AddResult(reply(.object([("op", "add"), ("drinks", .array(drinks.map(WireFormat.json)))]))) }
+        try decoded { try AddResult(reply(.object([("op", "add"), ("drinks", .array(drinks.map { WireFormat.json($0) }))]))) }
     }
 
     public func delete(_ deletions: [Deletion]) throws -> DeleteResult {

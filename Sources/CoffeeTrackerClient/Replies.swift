@@ -5,15 +5,25 @@ import Foundation
 public struct Changes: Sendable, Equatable {
     public var added: [Drink]
     public var deleted: [Tombstone]
+    /// The anchor of each drink's own change, in `added`'s order (v3).
+    public var addedAnchors: [Int64]
+    /// The anchor of each tombstone's own change, in `deleted`'s order (v3).
+    public var deletedAnchors: [Int64]
     /// The anchor of the last change returned, or the store's when nothing is left.
     public var anchor: Int64
     public var hasMore: Bool
 
+    /// A `changes` reply or message.
     public init(_ reply: JSONValue) throws(WireFormat.DecodingError) {
-        added = []
-        for item in try reply.member("added").items() { added.append(try WireFormat.drink(item)) }
-        deleted = []
-        for item in try reply.member("deleted").items() { deleted.append(try WireFormat.tombstone(item)) }
+        (added, addedAnchors, deleted, deletedAnchors) = ([], [], [], [])
+        for item in try reply.member("added").items() {
+            added.append(try WireFormat.drink(item))
+            addedAnchors.append(try item.member("anchor").integer())
+        }
+        for item in try reply.member("deleted").items() {
+            deleted.append(try WireFormat.tombstone(item))
+            deletedAnchors.append(try item.member("anchor").integer())
+        }
         anchor = try reply.member("anchor").integer()
         hasMore = try reply.optionalMember("hasMore")?.bool() ?? false
     }

@@ -22,9 +22,11 @@ extension HealthStore {
         let rows = try statements.changes(after: since ?? 0, through: end, liveOnly: since == nil, limit: limit + 1)
         let hasMore = rows.count > limit
         let page = rows.prefix(limit)
-        let (added, deleted) = CommittedBatch.Change.split(page.lazy.map(\.change))
+        let changes = AnchoredChanges(page.lazy.map { (anchor: $0.anchor, change: $0.change) })
         let last = page.last?.anchor ?? since ?? 0
-        return ChangeSet(added: added, deleted: deleted, anchor: hasMore ? last : end, hasMore: hasMore)
+        return ChangeSet(
+            added: changes.added, deleted: changes.deleted, anchor: hasMore ? last : end, hasMore: hasMore,
+            addedAnchors: changes.addedAnchors, deletedAnchors: changes.deletedAnchors)
     }
 
     /// `changes(since:limit:through:)` for a thread of its own that must

@@ -58,6 +58,56 @@ public struct ChangeSet: Sendable, Hashable {
     /// Pass this back to continue; the store's anchor when nothing is left.
     public var anchor: Int64
     public var hasMore: Bool
+    /// The anchor of each drink's own change, in `added`'s order (PROTOCOL.md §1, v3).
+    public var addedAnchors: [Int64]
+    /// The anchor of each tombstone's own change, in `deleted`'s order.
+    public var deletedAnchors: [Int64]
+
+    public init(
+        added: [Drink], deleted: [Tombstone], anchor: Int64, hasMore: Bool, addedAnchors: [Int64] = [],
+        deletedAnchors: [Int64] = []
+    ) {
+        self.added = added
+        self.deleted = deleted
+        self.anchor = anchor
+        self.hasMore = hasMore
+        self.addedAnchors = addedAnchors
+        self.deletedAnchors = deletedAnchors
+    }
+
+    /// The page's changes, each with its anchor.
+    public var anchored: AnchoredChanges {
+        var changes = AnchoredChanges()
+        (changes.added, changes.addedAnchors, changes.deleted, changes.deletedAnchors) = (
+            added, addedAnchors, deleted, deletedAnchors
+        )
+        return changes
+    }
+}
+
+/// Changes with the anchor of each (PROTOCOL.md §1, v3): what a `changes`
+/// message or reply carries, drinks and tombstones apart, each in anchor order.
+public struct AnchoredChanges: Sendable, Hashable {
+    public var added: [Drink] = []
+    public var addedAnchors: [Int64] = []
+    public var deleted: [Tombstone] = []
+    public var deletedAnchors: [Int64] = []
+
+    public init() {}
+
+    /// Splits changes, each with its anchor, into drinks and tombstones.
+    public init(_ changes: some Sequence<(anchor: Int64, change: CommittedBatch.Change)>) {
+        for (anchor, change) in changes {
+            switch change {
+            case .added(let d):
+                added.append(d)
+                addedAnchors.append(anchor)
+            case .deleted(let t):
+                deleted.append(t)
+                deletedAnchors.append(anchor)
+            }
+        }
+    }
 }
 
 /// One durable commit, as the store's update stream reports it: the
@@ -73,19 +123,6 @@ public struct CommittedBatch: Sendable, Hashable {
             case .added(let d): d.uuid
             case .deleted(let t): t.uuid
             }
-        }
-
-        /// The drinks and the tombstones of `changes`, each in order.
-        static func split(_ changes: some Sequence<Change>) -> (added: [Drink], deleted: [Tombstone]) {
-            var added: [Drink] = []
-            var deleted: [Tombstone] = []
-            for change in changes {
-                switch change {
-                case .added(let d): added.append(d)
-                case .deleted(let t): deleted.append(t)
-                }
-            }
-            return (added, deleted)
         }
     }
 
@@ -134,23 +171,19 @@ public struct CommittedBatch: Sendable, Hashable {
         }
     }
 
-    /// Each UUID once, in its final state, in order of first appearance:
-    /// what a `changes` message carries. Resolves on every call.
-    public func resolved() -> (added: [Drink], deleted: [Tombstone]) {
-        guard replacesRecords else { return Change.split(log) }  // each UUID is in the log once
-        var final: [Change] = []
-        final.reserveCapacity(log.count)
-        var position: [UUID: Int] = [:]
-        position.reserveCapacity(log.count)
-        for change in log {
-            if let i = position[change.uuid] {
-                final[i] = change  // a later write of the same UUID wins, in the first one's place
-            } else {
-                position[change.uuid] = final.count
-                final.append(change)
-            }
-        }
-        return Change.split(final)
+    /// Each UUID once, in its final state, with the anchor of its last
+    /// change (the log's changes take consecutive anchors after
+    /// `previousAnchor`), in anchor order: what a `changes` message carries,
+    /// and what `changes` read from the store after the commit gives.
+    /// Resolves on every call.
+    public func resolved() -> AnchoredChanges {
+        let anchored = log.enumerated().lazy.map { (anchor: self.previousAnchor + 1 + Int64($0.offset), change: $0.element) }
+        guard replacesRecords else { return AnchoredChanges(anchored) }  // each UUID is in the log once
+        var last: [UUID: Int64] = [:]
+        last.reserveCapacity(log.count)
+        for (anchor, change) in anchored { last[change.uuid] = anchor }
+        // A later write of the same UUID wins, at its own anchor.
+        return AnchoredChanges(anchored.filter { last[$0.change.uuid] == $0.anchor })
     }
 
     /// `resolved().added`.

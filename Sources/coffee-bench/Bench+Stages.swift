@@ -37,7 +37,10 @@ extension Bench {
             let t0 = now()
             for (i, drink) in decoded.enumerated() {
                 bytes +=
-                    WireFormat.changesMessage(anchor: Int64(i + 1), previousAnchor: Int64(i), added: [drink], deleted: []).count
+                    WireFormat.changesMessage(
+                        anchor: Int64(i + 1), previousAnchor: Int64(i), added: [drink], addedAnchors: [Int64(i + 1)],
+                        deleted: [], deletedAnchors: []
+                    ).count
             }
             return Double(events) / (now() - t0)
         }.max()!

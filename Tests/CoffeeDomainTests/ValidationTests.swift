@@ -187,12 +187,19 @@ struct ValidationTests {
             var bytes: [UInt8] = []
             WireFormat.write(d, into: &bytes)
             #expect(bytes == Array(WireFormat.json(d).data()))
+            bytes = []
+            WireFormat.write(d, anchor: 41, into: &bytes)
+            #expect(bytes == Array(WireFormat.json(d, anchor: 41).data()))
+            #expect(try JSONReader.parse(Data(bytes)).member("anchor") == .int(41))
         }
         let tombstones = [Tombstone(uuid: UUID(), version: 3)]
-        let message = WireFormat.changesMessage(anchor: 12, previousAnchor: 8, added: drinks, deleted: tombstones)
+        let message = WireFormat.changesMessage(
+            anchor: 13, previousAnchor: 8, added: drinks, addedAnchors: [9, 10, 11, 12], deleted: tombstones,
+            deletedAnchors: [13])
         let tree = JSONValue.object([
-            ("anchor", .int(12)), ("previousAnchor", .int(8)),
-            ("added", .array(drinks.map(WireFormat.json))), ("deleted", .array(tombstones.map(WireFormat.json))),
+            ("anchor", .int(13)), ("previousAnchor", .int(8)),
+            ("added", .array(zip(drinks, [9, 10, 11, 12]).map { WireFormat.json($0, anchor: $1) })),
+            ("deleted", .array(tombstones.map { WireFormat.json($0, anchor: 13) })),
         ])
         #expect(try JSONReader.parse(Data(message)) == tree)
         #expect(String(decoding: message, as: UTF8.self) == tree.serialized())

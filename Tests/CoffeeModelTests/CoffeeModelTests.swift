@@ -269,8 +269,9 @@ struct CoffeeDataTests {
         viaLog.arrive(batch)
         #expect(await viaLog.applyArrived() == .applied)
         let viaResolved = f.model()
-        let (added, deleted) = batch.resolved()
-        await viaResolved.updateModel(newDrinks: added, deletedDrinks: Set(deleted.map(\.uuid)), anchor: 8)
+        let resolved = batch.resolved()
+        await viaResolved.updateModel(
+            newDrinks: resolved.added, deletedDrinks: Set(resolved.deleted.map(\.uuid)), anchor: 8)
         #expect(await viaLog.drinks == [b2, d])
         #expect(await viaLog.drinks == viaResolved.drinks)
         #expect(await viaLog.anchor == 8)

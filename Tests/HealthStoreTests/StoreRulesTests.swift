@@ -165,9 +165,18 @@ struct StoreRulesTests {
         _ = try await store.save([drink(a.uuid, mg: 50, at: 1, version: 2)])  // a newer version of a stored drink
         let batches = recorder.batches
         #expect(batches.map(\.replacesRecords) == [false, false, true, true])
-        let (added, deleted) = batches[2].resolved()
-        #expect(added == [c2] && deleted == [Tombstone(uuid: b.uuid, version: 1)])
-        #expect(batches[0].resolved().added == [a, b])
+        let third = batches[2].resolved()
+        #expect(third.added == [c2] && third.deleted == [Tombstone(uuid: b.uuid, version: 1)])
+        // Each change carries its own anchor: c's second write (the third
+        // commit's second change) and b's tombstone (its third); c's first
+        // write left no trace.
+        let previous = batches[2].previousAnchor
+        #expect(third.addedAnchors == [previous + 2] && third.deletedAnchors == [previous + 3])
+        #expect(batches[0].resolved().added == [a, b] && batches[0].resolved().addedAnchors == [1, 2])
+        // What a commit announces is what `changes` reads after it: the same
+        // changes at the same anchors.
+        let read = try await store.changes(since: previous, limit: 100, through: batches[2].anchor)
+        #expect(read.anchored == third)
         await store.close()
     }
 

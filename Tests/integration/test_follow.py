@@ -232,7 +232,8 @@ class ScriptedService:
         self.query = f"tcp://127.0.0.1:{self.router.bind_to_random_port('tcp://127.0.0.1')}"
         self.pub = context.socket(zmq.PUB)
         self.updates = f"tcp://127.0.0.1:{self.pub.bind_to_random_port('tcp://127.0.0.1')}"
-        self.a, self.b, self.c = (drink(mg=mg) for mg in (10, 20, 30))
+        # As v3 writes them in `changes`: each with the anchor of its own change.
+        self.a, self.b, self.c = (dict(drink(mg=mg), anchor=anchor) for anchor, mg in ((1, 10), (2, 20), (3, 30)))
         self.asked = []
 
     def answer(self, timeout_ms=10_000):

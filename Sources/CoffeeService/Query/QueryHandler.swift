@@ -132,8 +132,8 @@ public struct QueryHandler: Sendable {
             ("ok", true),
             ("anchor", .int(page.anchor)),
             ("hasMore", .bool(page.hasMore)),
-            ("added", .array(page.added.map(WireFormat.json))),
-            ("deleted", .array(page.deleted.map(WireFormat.json))),
+            ("added", .array(zip(page.added, page.addedAnchors).map { WireFormat.json($0, anchor: $1) })),
+            ("deleted", .array(zip(page.deleted, page.deletedAnchors).map { WireFormat.json($0, anchor: $1) })),
         ])
     }
 

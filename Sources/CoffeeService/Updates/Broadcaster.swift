@@ -198,18 +198,18 @@ public final class Broadcaster: Service {
     /// `pageSize` changes (PROTOCOL.md §3): a larger commit's pages chain.
     private func sendCommit(_ socket: ZMQSocket, _ commit: CommittedBatch) {
         for batch in commit.pages(of: Self.pageSize) {
-            let (added, deleted) = batch.resolved()
             sendChanges(
-                socket, anchor: batch.anchor, previousAnchor: batch.previousAnchor, added: added, deleted: deleted,
-                arrived: batch.arrived)
+                socket, anchor: batch.anchor, previousAnchor: batch.previousAnchor, batch.resolved(), arrived: batch.arrived)
         }
     }
 
     private func sendChanges(
-        _ socket: ZMQSocket, anchor newAnchor: Int64, previousAnchor: Int64, added: [Drink], deleted: [Tombstone],
+        _ socket: ZMQSocket, anchor newAnchor: Int64, previousAnchor: Int64, _ changes: AnchoredChanges,
         arrived: ContinuousClock.Instant?
     ) {
-        let body = WireFormat.changesMessage(anchor: newAnchor, previousAnchor: previousAnchor, added: added, deleted: deleted)
+        let body = WireFormat.changesMessage(
+            anchor: newAnchor, previousAnchor: previousAnchor, added: changes.added, addedAnchors: changes.addedAnchors,
+            deleted: changes.deleted, deletedAnchors: changes.deletedAnchors)
         _ = try? socket.send([Data("changes".utf8), Data(body)], dontWait: true)
         if let arrived { publishDelay.observe(ContinuousClock.now - arrived) }
         anchor.store(max(anchor.load(ordering: .relaxed), newAnchor), ordering: .relaxed)
@@ -258,8 +258,7 @@ public final class Broadcaster: Service {
             switch result {
             case .success(let page):
                 sendChanges(
-                    socket, anchor: page.anchor, previousAnchor: previous, added: page.added, deleted: page.deleted,
-                    arrived: batch.arrived)
+                    socket, anchor: page.anchor, previousAnchor: previous, page.anchored, arrived: batch.arrived)
                 if page.hasMore, readPage(of: batch, after: page.anchor, reading) { return }
             case .failure(let error):
                 // Closed or expired: subscribers see the gap and resync.
