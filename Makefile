@@ -105,6 +105,8 @@ fuzz: deps
 PREFIX ?= /usr/local
 DESTDIR ?=
 INBOX_GROUP ?= coffee-tracker
+## One instance per person: `make install INSTANCES="alice bob"` writes /etc/coffee-tracker/alice.json…
+INSTANCES ?=
 SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
 RELEASE_BINARY ?= .build/release/coffee-tracker
 install: $(if $(filter .build/release/coffee-tracker,$(RELEASE_BINARY)),release)
@@ -117,6 +119,18 @@ install: $(if $(filter .build/release/coffee-tracker,$(RELEASE_BINARY)),release)
 	install -d $(DESTDIR)$(PREFIX)/lib/tmpfiles.d
 	sed 's|@INBOX_GROUP@|$(INBOX_GROUP)|' deploy/coffee-tracker.tmpfiles > $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/coffee-tracker.conf
 	install -m 0644 README.md docs/protocol.md docs/security.md docs/operations.md $(DESTDIR)$(PREFIX)/share/doc/coffee-tracker/
+	for unit in coffee-tracker@.service coffee-tracker-relay@.service; do \
+	  sed 's|@BINDIR@|$(PREFIX)/bin|' deploy/$$unit > $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$unit && chmod 0644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$unit; \
+	done
+	@i=0; for name in $(INSTANCES); do \
+	  i=$$((i + 1)); config=$(DESTDIR)/etc/coffee-tracker/$$name.json; \
+	  if [ -e $$config ]; then echo "kept $$config"; continue; fi; \
+	  sed -e "s|/var/lib/coffee-tracker/|/var/lib/coffee-tracker/$$name/|" \
+	      -e "s|127.0.0.1:5555|127.0.0.1:$$((5555 + 10 * i))|" -e "s|127.0.0.1:5556|127.0.0.1:$$((5556 + 10 * i))|" \
+	      -e "s|127.0.0.1:5557|127.0.0.1:$$((5557 + 10 * i))|" -e "s|127.0.0.1:5558|127.0.0.1:$$((5558 + 10 * i))|" \
+	      deploy/coffee-tracker.json > $$config; \
+	  chmod 0644 $$config; echo "wrote $$config (endpoints on 127.0.0.1:$$((5555 + 10 * i))-$$((5558 + 10 * i))): systemctl enable --now coffee-tracker@$$name"; \
+	done
 	@echo "installed under $(DESTDIR)$(PREFIX); next: systemd-sysusers && systemd-tmpfiles --create && systemctl daemon-reload && systemctl enable --now coffee-tracker"
 
 clean:

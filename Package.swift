@@ -70,11 +70,17 @@ let package = Package(
             ],
             swiftSettings: strict),
 
+        // Past one machine (PROTOCOL.md §11): the relay of the update feed.
+        .target(
+            name: "CoffeeRelay",
+            dependencies: ["ZeroMQ", "CoffeeService", "CoffeeLogging", "CoffeeLifecycle"],
+            swiftSettings: strict),
+
         .executableTarget(
             name: "coffee-tracker",
             dependencies: [
                 "CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "SQLite", "CoffeeLogging", "Syscall", "CoffeeCharts",
-                "CoffeeTrackerClient",
+                "CoffeeTrackerClient", "CoffeeRelay", "CoffeeLifecycle",
             ],
             swiftSettings: strict),
 
@@ -93,6 +99,7 @@ let package = Package(
             name: "CoffeeModelTests", dependencies: ["CoffeeModel", "HealthStore", "CoffeeDomain", "CoffeeLifecycle"],
             swiftSettings: strict),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "Syscall"], swiftSettings: strict),
+        .testTarget(name: "CoffeeRelayTests", dependencies: ["CoffeeRelay", "CoffeeDomain"], swiftSettings: strict),
         .testTarget(name: "CoffeeLifecycleTests", dependencies: ["CoffeeLifecycle"], swiftSettings: strict),
         .testTarget(
             name: "CoffeeServiceTests",

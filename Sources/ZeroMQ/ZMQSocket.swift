@@ -126,6 +126,10 @@ public final class ZMQSocket {
         try setInt(ZMQ_RECONNECT_IVL, intervalMs, "ZMQ_RECONNECT_IVL")
         try setInt(ZMQ_RECONNECT_IVL_MAX, maxMs, "ZMQ_RECONNECT_IVL_MAX")
     }
+    /// XPUB: pass every subscribe up, not only the first per topic.
+    public func setXPubVerbose(_ on: Bool) throws(ZMQError) {
+        try setInt(ZMQ_XPUB_VERBOSE, on ? 1 : 0, "ZMQ_XPUB_VERBOSE")
+    }
     /// XPUB: pass every subscribe and unsubscribe up, not only the first per topic.
     public func setXPubVerboser(_ on: Bool) throws(ZMQError) {
         try setInt(ZMQ_XPUB_VERBOSER, on ? 1 : 0, "ZMQ_XPUB_VERBOSER")

@@ -5,6 +5,8 @@ struct Arguments {
     }
 
     private(set) var options: [String: String] = [:]
+    /// Every value of each flag, in order, for flags that may repeat (`--bind A --bind B`).
+    private(set) var repeated: [String: [String]] = [:]
     private(set) var switches: Set<String> = []
     private(set) var positional: [String] = []
 
@@ -31,6 +33,7 @@ struct Arguments {
                         value = words[i]
                     }
                     options[name] = value
+                    repeated[name, default: []].append(value ?? "")
                 } else if known.contains(name) {
                     switches.insert(name)
                 } else {
@@ -46,6 +49,8 @@ struct Arguments {
     }
 
     subscript(_ name: String) -> String? { options[name] }
+    /// Every value given for `name`, in order.
+    func all(_ name: String) -> [String] { repeated[name] ?? [] }
     func has(_ name: String) -> Bool { switches.contains(name) }
 
     /// The words of a command that takes only `--config`: nil when `--help`

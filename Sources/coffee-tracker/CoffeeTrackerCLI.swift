@@ -19,8 +19,9 @@ struct CoffeeTrackerCLI {
         ("changes", "list what changed since an anchor"),
         ("model", "show caffeine now, levels, cups today"),
         ("watch", "print live updates from the update endpoint"),
-        ("import", "import exported files (.json, .jsonl, .plist) through the service"),
+        ("import", "import exported files (.json, .jsonl, .plist, Health .xml/.zip) through the service"),
         ("status", "show the service's counters"),
+        ("relay", "forward the update feed to many subscribers, keeping the last model"),
         ("keygen", "write a CURVE key pair as ZeroMQ certificates (NAME.key, NAME.key_secret)"),
         ("check", "check a configuration and its key files without starting anything"),
     ]
@@ -65,6 +66,7 @@ struct CoffeeTrackerCLI {
             case "watch": code = try await WatchCommand.run(rest)
             case "import": code = try ImportCommand.run(rest)
             case "keygen": code = try KeygenCommand.run(rest)
+            case "relay": code = try await RelayCommand.run(rest)
             default:
                 printError("coffee-tracker: unknown command \"\(command)\"\n\n\(usage)")
                 code = 2

@@ -300,3 +300,54 @@ def test_the_installed_unit_is_sandboxed_and_verifies(folder):
     p = subprocess.run(["systemd-analyze", "verify", str(staged)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "coffee-tracker.service" not in p.stderr, p.stderr
     assert "Type=notify" in unit.read_text() and "WatchdogSec=" in unit.read_text()
+
+
+def sandbox(unit_text):
+    """The sandboxing lines of a unit: from its `# Sandboxing` comment to `[Install]`, comments left out."""
+    block = unit_text[unit_text.index("# Sandboxing"):unit_text.index("[Install]")]
+    return [line for line in block.splitlines() if line and not line.startswith("#")]
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_two_people_on_one_host_and_a_relay_as_template_units(folder):
+    """PROTOCOL.md §11: `make install INSTANCES="alice bob"` installs the
+    template units and one configuration per person, each with its own
+    ports and folders; each instance verifies and is sandboxed as the
+    single unit is."""
+    dest = Path(folder) / "dest"
+    p = subprocess.run(["make", "-s", "install", f"DESTDIR={dest}", "PREFIX=/usr", f"RELEASE_BINARY={BINARY}",
+                        "INSTANCES=alice bob"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    units = dest / "usr/lib/systemd/system"
+    configs = {name: json.loads((dest / f"etc/coffee-tracker/{name}.json").read_text()) for name in ("alice", "bob")}
+    ports = {}
+    for name, config in configs.items():
+        assert config["dataDirectory"] == f"/var/lib/coffee-tracker/{name}/data"
+        assert config["inboxDirectory"] == f"/var/lib/coffee-tracker/{name}/inbox"
+        endpoints = [*config["ingest"]["bind"], *config["updates"]["bind"], *config["query"]["bind"], config["http"]["bind"]]
+        ports[name] = {e.rsplit(":", 1)[1] for e in endpoints}
+        assert len(ports[name]) == 4
+    assert not ports["alice"] & ports["bob"], "two people share a port"
+    single = (units / "coffee-tracker.service").read_text()
+    template = (units / "coffee-tracker@.service").read_text()
+    relay = (units / "coffee-tracker-relay@.service").read_text()
+    assert "--config /etc/coffee-tracker/%i.json" in template and "StateDirectory=coffee-tracker/%i" in template
+    assert "TemporaryFileSystem=/var/lib/coffee-tracker:ro" in template and "BindPaths=/var/lib/coffee-tracker/%i" in template
+    assert sandbox(template) == sandbox(single), "the template's sandbox drifted from the single unit's"
+    assert sandbox(relay) == sandbox(single), "the relay's sandbox drifted from the service's"
+    staged = Path(folder) / "staged"
+    staged.mkdir()
+    for unit in ("coffee-tracker@.service", "coffee-tracker-relay@.service"):
+        (staged / unit).write_text((units / unit).read_text().replace("/usr/bin/coffee-tracker", str(dest / "usr/bin/coffee-tracker")))
+    for instance in ("coffee-tracker@alice.service", "coffee-tracker@bob.service", "coffee-tracker-relay@screens.service"):
+        p = subprocess.run(["systemd-analyze", "verify", str(staged / instance)], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0 and instance not in p.stderr, p.stderr
+        p = subprocess.run(["systemd-analyze", "security", "--offline=true", str(staged / instance)], capture_output=True,
+                           text=True, timeout=60)
+        exposure = float(re.search(r"Overall exposure level for \S+: (\d+\.\d+)", p.stdout).group(1))
+        assert exposure <= 2.0, (instance, p.stdout[-2000:])
+    # A second install keeps what an operator has edited.
+    (dest / "etc/coffee-tracker/alice.json").write_text("{}")
+    p = subprocess.run(["make", "-s", "install", f"DESTDIR={dest}", "PREFIX=/usr", f"RELEASE_BINARY={BINARY}",
+                        "INSTANCES=alice"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0 and (dest / "etc/coffee-tracker/alice.json").read_text() == "{}"

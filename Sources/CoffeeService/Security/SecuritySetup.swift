@@ -83,18 +83,21 @@ public struct SecuritySetup: Sendable {
 
     /// The service's key pair from its secret certificate, which must be
     /// private (as ssh refuses a key others can read).
-    static func secretKey(_ path: String) throws -> CurveKeyPair {
+    ///
+    /// - Parameter option: how the file was named, for the refusal
+    ///   (`--secret-key-file` for the relay).
+    public static func secretKey(_ path: String, option: String = "security.curve.secretKeyFile") throws -> CurveKeyPair {
         var info = stat()
         do {
             try Syscall.call("stat", path) { stat(path, &info) }
         } catch {
-            throw Refusal(description: "security.curve.secretKeyFile \(path) cannot be used: \(error)")
+            throw Refusal(description: "\(option) \(path) cannot be used: \(error)")
         }
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {
             throw Refusal(
                 description:
-                    "security.curve.secretKeyFile \(path) is readable by group or others (mode \(String(mode, radix: 8))): a secret key must be private; chmod 600 \(path)"
+                    "\(option) \(path) is readable by group or others (mode \(String(mode, radix: 8))): a secret key must be private; chmod 600 \(path)"
             )
         }
         let certificate: CurveCertificate
@@ -106,7 +109,7 @@ public struct SecuritySetup: Sendable {
         guard let secret = certificate.secretKey, let pair = CurveKeyPair(secretKey: secret) else {
             throw Refusal(
                 description:
-                    "security.curve.secretKeyFile \(path) holds no secret-key: name the .key_secret file, not the public .key")
+                    "\(option) \(path) holds no secret-key: name the .key_secret file, not the public .key")
         }
         return pair
     }
@@ -139,7 +142,7 @@ public struct SecuritySetup: Sendable {
         key == "http.bind" ? String(endpoint.dropFirst("tcp://".count)) : endpoint
     }
 
-    static func isLoopback(_ endpoint: String) -> Bool {
+    public static func isLoopback(_ endpoint: String) -> Bool {
         var rest = endpoint.dropFirst("tcp://".count)
         if let semicolon = rest.lastIndex(of: ";") { rest = rest[rest.index(after: semicolon)...] }  // source;destination
         guard let colon = rest.lastIndex(of: ":") else { return false }
