@@ -63,6 +63,8 @@ bench: release bench-deps
 	python3 bench/peers.py --out bench/peers.json
 	python3 bench/consumers.py --out bench/consumers.json
 	python3 bench/health.py --out bench/health.json
+	python3 bench/relay.py --subscribers 1000 --out bench/relay.json
+	python3 bench/relay.py --subscribers 100 --out bench/relay-100.json
 
 ## The baselines of bench/health.py: xmllint, unzip, healthkit-to-sqlite.
 BENCH_APT := libxml2-utils unzip

@@ -57,6 +57,16 @@ public final class UpdateRelay: Service {
         /// full queue and says nothing; the chain shows it).
         public var upstreamGaps = 0
 
+        mutating func add(_ other: Counts) {
+            changes += other.changes
+            models += other.models
+            heartbeats += other.heartbeats
+            self.other += other.other
+            subscriptions += other.subscriptions
+            lastValueSends += other.lastValueSends
+            upstreamGaps += other.upstreamGaps
+        }
+
         public var description: String {
             "changes=\(changes) models=\(models) heartbeats=\(heartbeats) other=\(other) subscriptions=\(subscriptions) lastValueSends=\(lastValueSends) upstreamGaps=\(upstreamGaps)"
         }
@@ -110,9 +120,17 @@ public final class UpdateRelay: Service {
                 readable: { index in
                     switch index {
                     case 0:
-                        while let frames = try? captureSocket.receive(dontWait: true) {
-                            self.captured(frames, model: &cachedModel, lastAnchor: &lastAnchor)
-                        }
+                        // Counted here and published once per wake-up: the
+                        // capture sees every message, and a lock per message
+                        // was a share of the relay's CPU beside a bare proxy.
+                        var tally = Counts()
+                        while (try? captureSocket.receive(
+                            dontWait: true,
+                            { frames in
+                                Self.captured(frames, into: &tally, model: &cachedModel, lastAnchor: &lastAnchor)
+                            })) != nil
+                        {}
+                        self.counts.withLock { $0.add(tally) }
                     case 1:
                         while let frames = try? lastValueSocket.receive(dontWait: true) {
                             guard let first = frames.first?.first, first == 1, let model = cachedModel else { continue }
@@ -206,30 +224,29 @@ public final class UpdateRelay: Service {
         logger.notice("relay counts", metadata: ["counts": "\(current)"])
     }
 
-    /// One message the proxy forwarded: counted; a model cached; a
-    /// `changes` chain checked.
-    private func captured(_ frames: [Data], model: inout Data?, lastAnchor: inout Int64?) {
+    /// One message the proxy forwarded, its frames lent by libzmq:
+    /// counted; a model cached (the one copy made); a `changes` chain checked.
+    static func captured(
+        _ frames: [UnsafeRawBufferPointer], into tally: inout Counts, model: inout Data?, lastAnchor: inout Int64?
+    ) {
         guard let topic = frames.first else { return }
         if frames.count == 1, let first = topic.first, first == 0 || first == 1 {
-            if first == 1 { counts.withLock { $0.subscriptions += 1 } }
+            if first == 1 { tally.subscriptions += 1 }
             return
         }
-        switch topic {
-        case Data("changes".utf8):
-            var gap = false
-            if frames.count > 1, let (anchor, previous) = Self.anchors(frames[1]) {
-                gap = lastAnchor.map { $0 != previous } ?? false
+        if topic.elementsEqual("changes".utf8) {
+            tally.changes += 1
+            if frames.count > 1, let (anchor, previous) = anchors(Data(frames[1].prefix(80))) {
+                if let lastAnchor, lastAnchor != previous { tally.upstreamGaps += 1 }
                 lastAnchor = anchor
             }
-            counts.withLock {
-                $0.changes += 1
-                if gap { $0.upstreamGaps += 1 }
-            }
-        case Data("model".utf8):
-            if frames.count > 1 { model = frames[1] }
-            counts.withLock { $0.models += 1 }
-        case Data("heartbeat".utf8): counts.withLock { $0.heartbeats += 1 }
-        default: counts.withLock { $0.other += 1 }
+        } else if topic.elementsEqual("model".utf8) {
+            tally.models += 1
+            if frames.count > 1 { model = Data(frames[1]) }
+        } else if topic.elementsEqual("heartbeat".utf8) {
+            tally.heartbeats += 1
+        } else {
+            tally.other += 1
         }
     }
 
