@@ -121,7 +121,7 @@ install: $(if $(filter .build/release/coffee-tracker,$(RELEASE_BINARY)),release)
 	install -d $(DESTDIR)$(PREFIX)/lib/tmpfiles.d
 	sed 's|@INBOX_GROUP@|$(INBOX_GROUP)|' deploy/coffee-tracker.tmpfiles > $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/coffee-tracker.conf
 	install -m 0644 README.md docs/protocol.md docs/security.md docs/operations.md $(DESTDIR)$(PREFIX)/share/doc/coffee-tracker/
-	for unit in coffee-tracker@.service coffee-tracker-relay@.service; do \
+	for unit in coffee-tracker@.service coffee-tracker-relay@.service coffee-tracker-backup.service coffee-tracker-backup.timer; do \
 	  sed 's|@BINDIR@|$(PREFIX)/bin|' deploy/$$unit > $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$unit && chmod 0644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$unit; \
 	done
 	@i=0; for name in $(INSTANCES); do \

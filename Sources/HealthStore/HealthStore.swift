@@ -123,8 +123,7 @@ public actor HealthStore {
             // Each change's anchor is its record's rowid, so the highest one
             // costs a commit no extra page; a purge that removes it first
             // writes it into `meta` (`purgeTombstones`).
-            let kept = try db.scalar("SELECT value FROM meta WHERE key = 'anchor'") ?? 0
-            currentAnchor = max(kept, try db.scalar("SELECT max(anchor) FROM records") ?? 0)
+            currentAnchor = try StoreSchema.anchor(of: db)
             purgedAnchor = try db.scalar("SELECT value FROM meta WHERE key = 'purged_anchor'") ?? 0
         } catch let error as SQLiteError where error.isCorruption {
             throw StoreError.corrupt(configuration.path, error.message)

@@ -81,6 +81,14 @@ enum StoreSchema {
     /// - Throws: `StoreError` if the file belongs to another program, is
     ///   corrupt, or has a newer schema than this build knows; the file is
     ///   never modified in those cases.
+    /// The anchor a store holds everything up to: its records' highest
+    /// (each change's anchor is its record's rowid), or the one `meta` keeps
+    /// when a purge removed that record.
+    static func anchor(of db: Database) throws(SQLiteError) -> Int64 {
+        let kept = try db.scalar("SELECT value FROM meta WHERE key = 'anchor'") ?? 0
+        return max(kept, try db.scalar("SELECT max(anchor) FROM records") ?? 0)
+    }
+
     static func prepare(_ db: Database, path: String) throws {
         let appID: Int64
         let version: Int64

@@ -149,3 +149,57 @@ public final class Database {
             }, context)
     }
 }
+
+/// SQLite's online backup API: copies a database page by page into another,
+/// a few pages per `step`, so that its owner can go on writing between
+/// steps. Writes made through the source's own connection meanwhile are
+/// carried into the copy as they happen; when `step` returns true the copy
+/// equals the source at that moment. Not thread-safe: used by the source's
+/// owner only.
+public final class OnlineBackup {
+    private let backup: OpaquePointer
+    private let target: Database
+    private var finished = false
+
+    /// Starts copying `source` into `target` (a new, empty database).
+    public init(from source: Database, into target: Database) throws(SQLiteError) {
+        guard let backup = sqlite3_backup_init(target.handle, "main", source.handle, "main") else {
+            throw SQLiteError(
+                code: sqlite3_errcode(target.handle), message: target.lastMessage, context: "backup to \(target.path)")
+        }
+        self.backup = backup
+        self.target = target
+    }
+
+    /// Copies up to `pages` more pages; true when the copy is whole.
+    /// SQLite's busy and locked answers are not errors here: the next step
+    /// tries again.
+    public func step(pages: Int32) throws(SQLiteError) -> Bool {
+        let rc = sqlite3_backup_step(backup, pages)
+        switch rc {
+        case SQLITE_DONE: return true
+        case SQLITE_OK, SQLITE_BUSY, SQLITE_LOCKED: return false
+        default:
+            throw SQLiteError(code: rc, message: target.lastMessage, context: "backup to \(target.path)")
+        }
+    }
+
+    /// Pages still to copy, and in all, as of the last step.
+    public var progress: (remaining: Int32, total: Int32) {
+        (sqlite3_backup_remaining(backup), sqlite3_backup_pagecount(backup))
+    }
+
+    deinit {
+        if !finished { sqlite3_backup_finish(backup) }
+    }
+
+    /// Releases SQLite's backup object; after a step returned true.
+    public func finish() throws(SQLiteError) {
+        guard !finished else { return }
+        finished = true
+        let rc = sqlite3_backup_finish(backup)
+        guard rc == SQLITE_OK else {
+            throw SQLiteError(code: rc, message: target.lastMessage, context: "backup to \(target.path)")
+        }
+    }
+}

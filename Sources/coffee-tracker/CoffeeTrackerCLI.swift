@@ -21,6 +21,8 @@ struct CoffeeTrackerCLI {
         ("watch", "print live updates from the update endpoint"),
         ("import", "import exported files (.json, .jsonl, .plist, Health .xml/.zip) through the service"),
         ("status", "show the service's counters"),
+        ("backup", "copy the running service's store, as of one anchor, into its backup folder"),
+        ("restore", "put a backup in place of the store, the service stopped"),
         ("relay", "forward the update feed to many subscribers, keeping the last model"),
         ("keygen", "write a CURVE key pair as ZeroMQ certificates (NAME.key, NAME.key_secret)"),
         ("check", "check a configuration and its key files without starting anything"),
@@ -62,7 +64,8 @@ struct CoffeeTrackerCLI {
                 code = 0
             case "check": code = try CheckCommand.run(rest)
             case "serve": code = try await ServeCommand.run(rest)
-            case "add", "delete", "changes", "model", "status": code = try ClientCommands.run(command, rest)
+            case "add", "delete", "changes", "model", "status", "backup": code = try ClientCommands.run(command, rest)
+            case "restore": code = try RestoreCommand.run(rest)
             case "watch": code = try await WatchCommand.run(rest)
             case "import": code = try ImportCommand.run(rest)
             case "keygen": code = try KeygenCommand.run(rest)

@@ -58,7 +58,7 @@ struct ConfigurationTests {
              "updates": {"bind": ["ipc:///c"], "sendHighWaterMark": 8}, "query": {"bind": ["ipc:///d"]},
              "http": {"bind": "127.0.0.1:9"}, "model": {"halfLifeHours": 4, "timeZone": "Asia/Kathmandu", "sleepThresholdMg": 30},
              "publish": {"modelIntervalMs": 7, "refreshIntervalS": 8, "heartbeatIntervalS": 9},
-             "store": {"tombstoneRetentionDays": 3},
+             "store": {"tombstoneRetentionDays": 3, "backupDirectory": "b"},
              "limits": {"maxMgCaffeine": 9, "maxFutureSkewS": 9, "earliestDate": "2001-01-01T00:00:00Z",
                         "maxMessageBytes": 999, "maxFileBytes": 999, "maxExportBytes": 999},
              "log": {"level": "debug", "format": "json"},
@@ -70,6 +70,7 @@ struct ConfigurationTests {
         #expect(Set(changed).count == changed.count)
         #expect(c.ingest.receiveHighWaterMark == 7 && c.updates.sendHighWaterMark == 8 && c.limits.maxFileBytes == 999)
         #expect(c.security.curve?.clientsDirectory == "/etc/ct/k")
+        #expect(c.backupPath == "/etc/ct/b" && defaults.backupPath == defaults.dataDirectory + "/backups")
         #expect(defaults.changedKeys(comparedTo: defaults).isEmpty)
         var one = defaults
         one.publish.heartbeatIntervalS = 0.5

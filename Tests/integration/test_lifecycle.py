@@ -124,7 +124,7 @@ def test_a_second_service_on_the_same_store_is_refused(service):
     other = Service(Path(service.folder) / "other", extra_config={"dataDirectory": str(service.data)})
     p = subprocess.run([BINARY, "serve", "--config", str(other.config_path)], capture_output=True, text=True, timeout=30)
     assert p.returncode == 1
-    assert "in use by another process" in p.stderr
+    assert "another coffee-tracker holds the data directory" in p.stderr
     assert service.request({"op": "ping"})["ok"]
 
 

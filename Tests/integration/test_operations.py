@@ -300,6 +300,15 @@ def test_the_installed_unit_is_sandboxed_and_verifies(folder):
     p = subprocess.run(["systemd-analyze", "verify", str(staged)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "coffee-tracker.service" not in p.stderr, p.stderr
     assert "Type=notify" in unit.read_text() and "WatchdogSec=" in unit.read_text()
+    # The nightly backup (docs/operations.md): its service and timer verify too.
+    units = dest / "usr/lib/systemd/system"
+    for name in ("coffee-tracker-backup.service", "coffee-tracker-backup.timer"):
+        (Path(folder) / name).write_text(
+            (units / name).read_text().replace("/usr/bin/coffee-tracker", str(dest / "usr/bin/coffee-tracker")))
+    p = subprocess.run(["systemd-analyze", "verify", str(Path(folder) / "coffee-tracker-backup.timer"),
+                        str(Path(folder) / "coffee-tracker-backup.service")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "coffee-tracker-backup" not in p.stderr, p.stderr
+    assert f"{dest}/usr/bin/coffee-tracker backup" in (Path(folder) / "coffee-tracker-backup.service").read_text()
 
 
 def sandbox(unit_text):

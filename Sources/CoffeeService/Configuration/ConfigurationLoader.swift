@@ -91,6 +91,7 @@ public enum ConfigurationLoader {
         }
         if let s = try reader.section(top, "store", allowed: ServiceConfiguration.keys(of: "store")) {
             if let v = try reader.number(s, "store.tombstoneRetentionDays", above: 0) { c.store.tombstoneRetentionDays = v }
+            if let v = try reader.string(s, "store.backupDirectory") { c.store.backupDirectory = resolve(v, folder) }
         }
         if let s = try reader.section(top, "limits", allowed: ServiceConfiguration.keys(of: "limits")) {
             if let v = try reader.string(s, "limits.earliestDate") {

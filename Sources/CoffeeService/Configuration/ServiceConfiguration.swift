@@ -78,6 +78,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// `store`.
     public struct Store: Sendable, Equatable {
         public var tombstoneRetentionDays = HealthStore.Configuration(path: "").tombstoneRetention / 86_400
+        /// Where query `backup` writes (PROTOCOL.md §11); nil: `<dataDirectory>/backups`.
+        public var backupDirectory: String?
     }
 
     /// `limits`.
@@ -145,6 +147,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Key("publish.refreshIntervalS", \.publish.refreshIntervalS),
         Key("publish.heartbeatIntervalS", \.publish.heartbeatIntervalS),
         Key("store.tombstoneRetentionDays", \.store.tombstoneRetentionDays),
+        Key("store.backupDirectory", \.store.backupDirectory),
         Key("limits.maxMgCaffeine", \.limits.maxMgCaffeine), Key("limits.maxFutureSkewS", \.limits.maxFutureSkewS),
         Key("limits.earliestDate", \.limits.earliestDate), Key("limits.maxMessageBytes", \.limits.maxMessageBytes),
         Key("limits.maxFileBytes", \.limits.maxFileBytes), Key("limits.maxExportBytes", \.limits.maxExportBytes),
@@ -185,6 +188,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
     }
 
     public var storePath: String { (dataDirectory as NSString).appendingPathComponent("coffee-tracker.sqlite") }
+    public var backupPath: String { store.backupDirectory ?? (dataDirectory as NSString).appendingPathComponent("backups") }
     public var modelCachePath: String { (dataDirectory as NSString).appendingPathComponent("CoffeeTracker.plist") }
     public var deadLetterPath: String { (dataDirectory as NSString).appendingPathComponent("rejected.jsonl") }
     public var endpointsPath: String { (dataDirectory as NSString).appendingPathComponent("endpoints.json") }

@@ -69,6 +69,20 @@ public final class CoffeeTrackerService: Sendable {
         } catch {
             throw StartupError(description: "cannot create data directory \(c.dataDirectory): \(error.localizedDescription)")
         }
+        // Held until run() returns: one service per store, and no restore under it.
+        let taken: DirectoryLock?
+        do {
+            taken = try DirectoryLock.take(directory: c.dataDirectory)
+        } catch {
+            throw StartupError(description: "cannot lock the data directory \(c.dataDirectory): \(error)")
+        }
+        guard let lock = taken else {
+            throw StartupError(
+                description:
+                    "another coffee-tracker holds the data directory \(c.dataDirectory) (its \(DirectoryLock.fileName)); stop it first, or give this one a dataDirectory of its own"
+            )
+        }
+        defer { withExtendedLifetime(lock) {} }
         let security: SecuritySetup
         do {
             security = try SecuritySetup.prepare(c)
@@ -164,7 +178,7 @@ public final class CoffeeTrackerService: Sendable {
                 counters: counters)
             let handler = QueryHandler(
                 store: store, model: model, controller: controller, validator: validator, counters: counters, clock: clock,
-                maxMessageBytes: c.limits.maxMessageBytes, registry: security.registry)
+                maxMessageBytes: c.limits.maxMessageBytes, registry: security.registry, backupDirectory: c.backupPath)
             let query = try QueryEndpoint(
                 configuration: c.queryConfiguration(curve: security.server("query")), context: context, handler: handler)
             let ingest = try IngestEndpoint(

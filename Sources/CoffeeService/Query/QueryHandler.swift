@@ -3,6 +3,7 @@ import CoffeeLogging
 import CoffeeModel
 import Foundation
 import HealthStore
+import Syscall
 
 /// Answers query requests (PROTOCOL.md §4): one JSON request in, one JSON
 /// reply out, never silence. Independent of sockets, so it is tested directly.
@@ -21,6 +22,8 @@ public struct QueryHandler: Sendable {
     let maxMessageBytes: Int
     /// The admitted clients under CURVE: each op needs its role.
     let registry: ClientRegistry?
+    /// `store.backupDirectory`: where `backup` writes.
+    let backupDirectory: String?
 
     /// Who sent a request.
     public enum Caller: Sendable {
@@ -37,8 +40,9 @@ public struct QueryHandler: Sendable {
         store: HealthStore, model: CoffeeData, controller: StoreFollower? = nil, validator: DrinkValidator,
         counters: ServiceCounters, clock: any WallClock,
         maxMessageBytes: Int = IngestEndpoint.Configuration.defaultMaxMessageBytes, registry: ClientRegistry? = nil,
-        logger: Logger = Logger(label: "query")
+        backupDirectory: String? = nil, logger: Logger = Logger(label: "query")
     ) {
+        self.backupDirectory = backupDirectory
         self.logger = logger
         self.registry = registry
         self.store = store
@@ -99,11 +103,58 @@ public struct QueryHandler: Sendable {
         case "add": return try await add(request, caller: caller)
         case "delete": return try await delete(request)
         case "stats": return await stats()
+        case "backup": return try await backup(request)
         default:
             throw QueryError(
-                .badRequest, "unknown op \"\(op.prefix(40))\"; expected ping, changes, model, add, delete or stats",
+                .badRequest, "unknown op \"\(op.prefix(40))\"; expected ping, changes, model, add, delete, stats or backup",
                 field: "op")
         }
+    }
+
+    /// `backup` (PROTOCOL.md §11): a consistent copy of the store, as of one
+    /// anchor, written into `store.backupDirectory` under a plain `name`,
+    /// fsynced before the reply.
+    func backup(_ request: QueryRequest) async throws -> JSONValue {
+        guard let backupDirectory else { throw QueryError(.unavailable, "backups are not configured") }
+        let name: String
+        switch request.name {
+        case .value(let v): name = v
+        case .absent: throw QueryError(.badRequest, "name is required: a plain file name", field: "name")
+        case .wrongType: throw QueryError(.badRequest, "name must be a string", field: "name")
+        }
+        if let refusal = Self.backupNameRefusal(name) { throw QueryError(.badRequest, refusal, field: "name") }
+        let path = (backupDirectory as NSString).appendingPathComponent(name)
+        do {
+            try FileManager.default.createDirectory(
+                atPath: backupDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw QueryError(.unavailable, "store.backupDirectory \(backupDirectory) cannot be made: \(error)")
+        }
+        let result: BackupResult
+        do {
+            result = try await store.backup(to: path)
+        } catch let error as SystemCallError where error.errno == EEXIST {
+            throw QueryError(.badRequest, "a backup named \"\(name)\" exists; choose another name", field: "name")
+        } catch {
+            logger.error("backup failed", metadata: ["file": "\(path)", "error": "\(error)"])
+            throw QueryError(.unavailable, "the backup could not be written: \(error)")
+        }
+        logger.notice(
+            "backup written", metadata: ["file": "\(path)", "anchor": "\(result.anchor)", "bytes": "\(result.bytes)"])
+        return .object([
+            ("ok", true), ("anchor", .int(result.anchor)), ("bytes", .int(result.bytes)), ("file", .string(path)),
+        ])
+    }
+
+    /// Why `name` is not a plain file name, or nil when it is one.
+    static func backupNameRefusal(_ name: String) -> String? {
+        if name.isEmpty { return "name must not be empty" }
+        if name.contains("/") { return "name must be a plain file name, not a path (no /)" }
+        if name == "." || name == ".." { return "name must be a plain file name, not . or .." }
+        if name.utf8.contains(0) { return "name must not contain NUL" }
+        if name.hasPrefix(".") { return "name must not start with . (hidden, and the temporary files' prefix)" }
+        if name.utf8.count > 200 { return "name must be at most 200 bytes" }
+        return nil
     }
 
     func changes(_ request: QueryRequest) async throws -> JSONValue {
@@ -235,7 +286,7 @@ public struct QueryHandler: Sendable {
     /// for the rest; a client whose key a reload removed has neither.
     private func authorize(_ op: String, _ caller: Caller) throws {
         guard let registry, case .client(let name) = caller else { return }
-        let needed: Role = op == "add" || op == "delete" ? .write : .read
+        let needed: Role = ["add", "delete", "backup"].contains(op) ? .write : .read
         guard let client = registry.client(named: name) else {
             throw QueryError(.forbidden, "client \(name) is no longer admitted (its key was removed from the clients directory)")
         }

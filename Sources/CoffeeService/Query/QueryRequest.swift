@@ -11,6 +11,8 @@ struct QueryRequest {
     /// Each element, or nil where it is not an object (so that it can be named).
     var drinks: InputField<[DrinkInput?]> = .absent
     var deletions: InputField<[DeletionInput?]> = .absent
+    /// `backup`'s file name.
+    var name: InputField<String> = .absent
 
     init(json object: JSONValue) {
         op = .init(json: object[member: "op"], expected: "a string")
@@ -19,6 +21,7 @@ struct QueryRequest {
         at = .init(json: object[member: "at"])
         drinks = Self.objects(object[member: "drinks"], DrinkInput.self, expected: "an array of drink objects")
         deletions = Self.objects(object[member: "deletions"], DeletionInput.self, expected: "an array of deletion objects")
+        name = .init(json: object[member: "name"], expected: "a string")
     }
 
     private static func objects<T: JSONObjectInput>(_ value: JSONValue?, _: T.Type, expected: String) -> InputField<[T?]> {

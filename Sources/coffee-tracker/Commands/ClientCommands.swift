@@ -3,7 +3,7 @@ import CoffeeService
 import CoffeeTrackerClient
 import Foundation
 
-/// `add`, `delete`, `changes`, `model`, `status`: one request to the query endpoint each.
+/// `add`, `delete`, `changes`, `model`, `status`, `backup`: one request to the query endpoint each.
 enum ClientCommands {
     static let common = """
           --config FILE      find the service through this configuration
@@ -47,6 +47,18 @@ enum ClientCommands {
                         as an SVG picture into FILE (- for standard output): the
                         level bands, each drink, "now", and when caffeine falls
                         under model.sleepThresholdMg (from --config, default 50)
+        """,
+        "backup": """
+        Usage: coffee-tracker backup NAME
+
+        Asks the running service for a consistent copy of its store, as of one
+        anchor, written to NAME in store.backupDirectory (default
+        <dataDirectory>/backups) and fsynced before it answers; prints the
+        file, its anchor and its size. NAME is a plain file name (no /, not
+        starting with a dot); an existing backup is never replaced. The service
+        goes on taking drinks meanwhile. Put a copy back with
+        `coffee-tracker restore FILE --config CONFIG`, the service stopped.
+        Needs the write role under security.curve.
         """,
         "status": """
         Usage: coffee-tracker status
@@ -157,6 +169,12 @@ enum ClientCommands {
             }
         case "model" where args["svg"] != nil:
             try drawModel(client, args, configuration)
+        case "backup":
+            guard args.positional.count == 1 else { throw Arguments.UsageError(description: "backup needs exactly one NAME") }
+            let reply = try request(client, [("op", "backup"), ("name", .string(args.positional[0]))], args, what: "backup")
+            if !args.has("json") {
+                print("\(reply["file"] ?? "?"): anchor \(reply["anchor"] ?? 0), \(reply["bytes"] ?? 0) bytes")
+            }
         case "model":
             var modelRequest: [(String, JSONValue)] = [("op", "model")]
             if let at = args["at"] { modelRequest.append(("at", .string(at))) }
