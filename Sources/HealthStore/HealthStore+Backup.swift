@@ -77,16 +77,12 @@ extension HealthStore {
         // The source's WAL mode came with its header: one file, nothing beside it.
         try copy.execute("PRAGMA journal_mode = DELETE")
         copy.close()
-        let fd = try Syscall.call("open", partial) { open(partial, O_RDONLY | O_CLOEXEC) }
-        defer { Glibc.close(fd) }
-        try Syscall.call("fsync", partial) { fsync(fd) }
-        var info = stat()
-        try Syscall.call("fstat", partial) { fstat(fd, &info) }
+        let bytes = try DurableFile.syncFile(partial)
         // A link, not a rename: a backup of the same name made meanwhile is never replaced.
         try Syscall.call("link", "\(partial) to \(path)") { link(partial, path) }
         try? FileManager.default.removeItem(atPath: partial)
         try DurableFile.syncFolder((path as NSString).deletingLastPathComponent)
-        return BackupResult(anchor: anchor, bytes: Int64(info.st_size))
+        return BackupResult(anchor: anchor, bytes: bytes)
     }
 
     /// Runs `work` on a new thread named `name`: blocking file work kept off

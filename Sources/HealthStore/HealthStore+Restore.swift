@@ -42,7 +42,7 @@ extension HealthStore {
         let copy = try Database(path: incoming)
         try copy.execute("PRAGMA journal_mode = DELETE")
         copy.close()
-        try sync(incoming)
+        try DurableFile.syncFile(incoming)
 
         var kept: String?
         if FileManager.default.fileExists(atPath: storePath) {
@@ -52,7 +52,7 @@ extension HealthStore {
             try old.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             try old.execute("PRAGMA journal_mode = DELETE")
             old.close()
-            let stamp = RFC3339Stamp.string(now)
+            let stamp = FileNameStamp.string(now)
             let keptPath = "\(storePath).before-restore-\(stamp)"
             try Syscall.call("link", "\(storePath) to \(keptPath)") { link(storePath, keptPath) }
             kept = keptPath
@@ -98,15 +98,10 @@ extension HealthStore {
         return anchor
     }
 
-    private static func sync(_ path: String) throws {
-        let fd = try Syscall.call("open", path) { open(path, O_RDONLY | O_CLOEXEC) }
-        defer { Glibc.close(fd) }
-        try Syscall.call("fsync", path) { fsync(fd) }
-    }
 }
 
-/// A file-name-safe time: `20261201T153000Z`.
-enum RFC3339Stamp {
+/// A time for a file name (ISO 8601's basic format, UTC): `20261201T153000Z`.
+enum FileNameStamp {
     static func string(_ date: Date) -> String {
         var t = time_t(date.timeIntervalSince1970)
         var parts = tm()

@@ -40,6 +40,17 @@ public enum DurableFile {
         if durable { try syncFolder(folder) }
     }
 
+    /// fsyncs a file's contents; returns its size.
+    @discardableResult
+    public static func syncFile(_ path: String) throws(SystemCallError) -> Int64 {
+        let fd = try Syscall.call("open", path) { open(path, O_RDONLY | O_CLOEXEC) }
+        defer { Syscall.close(fd) }
+        try Syscall.call("fsync", path) { fsync(fd) }
+        var info = stat()
+        try Syscall.call("fstat", path) { fstat(fd, &info) }
+        return Int64(info.st_size)
+    }
+
     /// fsyncs a folder, making renames and creations in it durable.
     public static func syncFolder(_ path: String) throws(SystemCallError) {
         let fd = try Syscall.call("open", path) { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
