@@ -102,6 +102,8 @@ let package = Package(
         .testTarget(name: "CoffeeRelayTests", dependencies: ["CoffeeRelay", "CoffeeDomain"], swiftSettings: strict),
         .testTarget(name: "CoffeeLifecycleTests", dependencies: ["CoffeeLifecycle"], swiftSettings: strict),
         .testTarget(
+            name: "CoffeeTrackerClientTests", dependencies: ["CoffeeTrackerClient", "CoffeeDomain"], swiftSettings: strict),
+        .testTarget(
             name: "CoffeeServiceTests",
             dependencies: [
                 "CoffeeService", "ZeroMQ", "CoffeeDomain", "HealthStore", "CoffeeModel", "CoffeeLifecycle", "CoffeeLogging",

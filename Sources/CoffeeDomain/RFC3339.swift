@@ -14,7 +14,7 @@ public enum RFC3339 {
         return text.withUTF8 { parse(bytes: $0) }
     }
 
-    static func parse(bytes b: UnsafeBufferPointer<UInt8>) -> Date? {
+    public static func parse(bytes b: UnsafeBufferPointer<UInt8>) -> Date? {
         // Shortest form: YYYY-MM-DDTHH:MM:SSZ (20 bytes).
         guard b.count >= 20, b.count <= 64 else { return nil }
         func digits(_ at: Int, _ n: Int) -> Int? {

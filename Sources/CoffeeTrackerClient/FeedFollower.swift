@@ -77,6 +77,12 @@ struct FollowLoop {
     let requestTimeout: TimeInterval
     let stopped: () -> Bool
     static let page = 10_000
+    /// While changes keep coming, at most one state per interval: each
+    /// state the consumer holds makes the follower's next write copy every
+    /// drink (copy on write), so a state per burst at full speed spent most
+    /// of the follower's time copying. The first change after a pause comes
+    /// out at once.
+    static let stateInterval = Duration.milliseconds(50)
 
     private let context = ZMQContext()
     private var state = FeedState()
@@ -107,6 +113,7 @@ struct FollowLoop {
         // message made the consumer's copy of `drinks` and the follower's
         // next write copy the whole dictionary each time.)
         var unyielded = false
+        var lastYield = ContinuousClock.now - Self.stateInterval
         while !stopped() {
             if needSync {
                 do {
@@ -126,9 +133,16 @@ struct FollowLoop {
                 yield(state)
                 unyielded = false
             }
-            if unyielded, try ZMQSocket.poll([.socket(socket)], timeoutMs: 0).first != true {
-                yield(state)
-                unyielded = false
+            if unyielded {
+                // Nothing more ready, and a state's interval since the last:
+                // yield. Less than that: wait out the rest for more changes.
+                let rest = lastYield + Self.stateInterval - .now
+                let waitMs = rest > .zero ? Int(rest.components.attoseconds / 1_000_000_000_000_000) + 1 : 0
+                if try ZMQSocket.poll([.socket(socket)], timeoutMs: waitMs).first != true {
+                    yield(state)
+                    lastYield = .now
+                    unyielded = false
+                }
             }
             let silence = max(3 * heartbeatInterval, 1)
             // Short polls, so that a stop is noticed; silence is counted across them.
@@ -151,23 +165,27 @@ struct FollowLoop {
                 continue
             }
             reachable = .now
-            guard let message = try? JSONReader.parse(frames[1]), let anchor = try? message.member("anchor").integer()
-            else { continue }
-            switch String(decoding: frames[0], as: UTF8.self) {
-            case "changes":
-                guard anchor > state.anchor else { continue }  // queued before the resync's reply
-                guard (try? message.member("previousAnchor").integer()) == state.anchor else {
+            let topic = String(decoding: frames[0], as: UTF8.self)
+            if topic == "changes" {
+                // Read in place: every message at full speed comes this way.
+                guard let changes = try? frames[1].withUnsafeBytes({ try Changes(json: $0) }) else {
+                    needSync = true  // a message it cannot read may have held a change
+                    continue
+                }
+                guard changes.anchor > state.anchor else { continue }  // queued before the resync's reply
+                guard changes.previousAnchor == state.anchor else {
                     needSync = true  // a gap: something was missed
                     continue
                 }
-                guard let changes = try? Changes(message) else {
-                    needSync = true
-                    continue
-                }
                 apply(changes)
-                state.anchor = anchor
+                state.anchor = changes.anchor
                 state.model = nil
                 unyielded = true
+                continue
+            }
+            guard let message = try? JSONReader.parse(frames[1]), let anchor = try? message.member("anchor").integer()
+            else { continue }
+            switch topic {
             case "model":
                 if anchor > state.anchor {
                     needSync = true  // the changes up to it come first: they were lost

@@ -12,6 +12,8 @@ public struct Changes: Sendable, Equatable {
     /// The anchor of the last change returned, or the store's when nothing is left.
     public var anchor: Int64
     public var hasMore: Bool
+    /// A `changes` message's `previousAnchor` (the anchor it follows); nil in a reply.
+    public var previousAnchor: Int64?
 
     /// A `changes` reply or message.
     public init(_ reply: JSONValue) throws(WireFormat.DecodingError) {
@@ -26,6 +28,7 @@ public struct Changes: Sendable, Equatable {
         }
         anchor = try reply.member("anchor").integer()
         hasMore = try reply.optionalMember("hasMore")?.bool() ?? false
+        previousAnchor = try reply.optionalMember("previousAnchor")?.integer()
     }
 }
 

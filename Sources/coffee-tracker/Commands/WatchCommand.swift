@@ -84,8 +84,7 @@ enum WatchCommand {
     static func describe(_ state: FeedState) -> JSONValue {
         var digest: UInt64 = 0
         for uuid in state.drinks.keys {
-            let u = uuid.uuid
-            digest ^= [u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.7].reduce(0) { $0 << 8 | UInt64($1) }
+            digest ^= withUnsafeBytes(of: uuid.uuid) { UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)) }
         }
         return .object([
             ("anchor", .int(state.anchor)), ("drinks", .int(Int64(state.drinks.count))),

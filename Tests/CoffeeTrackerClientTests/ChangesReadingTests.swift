@@ -1,0 +1,83 @@
+import CoffeeDomain
+import CoffeeTrackerClient
+import Foundation
+import Testing
+
+/// `Changes(json:)`, the follower's reading of a `changes` message in place,
+/// gives what the tree's reading (`Changes(_: JSONValue)`) gives from the
+/// same bytes, and names what it cannot read.
+@Suite("Changes read from bytes, as the tree reads them", .timeLimit(.minutes(1)))
+struct ChangesReadingTests {
+    func bothReadings(_ bytes: [UInt8]) throws -> (inPlace: Changes, tree: Changes) {
+        let inPlace = try bytes.withUnsafeBytes { raw throws(WireFormat.DecodingError) in try Changes(json: raw) }
+        return (inPlace, try Changes(JSONReader.parse(Data(bytes))))
+    }
+
+    @Test func messagesOfEveryShapeReadTheSame() throws {
+        var seed: UInt64 = 7
+        func next() -> UInt64 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return seed >> 11
+        }
+        for round in 0..<200 {
+            let added = (0..<Int(next() % 12)).map { i in
+                Drink(
+                    mgCaffeine: Double(next() % 100_000) / 100, date: Date(timeIntervalSince1970: Double(next() % 2_000_000_000)),
+                    version: Int64(next() % 5) + 1,
+                    type: i % 2 == 0 ? DrinkType.allCases[Int(next() % UInt64(DrinkType.allCases.count))] : nil,
+                    source: i % 3 == 0 ? "bus \(round) \"quoted\" ☕ \\ é" : nil)
+            }
+            let deleted = (0..<Int(next() % 6)).map { _ in Tombstone(uuid: UUID(), version: Int64(next() % 9) + 1) }
+            let anchors = (0..<(added.count + deleted.count)).map { Int64(round * 100 + $0 + 1) }
+            let bytes = WireFormat.changesMessage(
+                anchor: anchors.last ?? Int64(round), previousAnchor: Int64(round * 100), added: added,
+                addedAnchors: Array(anchors.prefix(added.count)), deleted: deleted,
+                deletedAnchors: Array(anchors.dropFirst(added.count)))
+            let (inPlace, tree) = try bothReadings(bytes)
+            #expect(inPlace == tree)
+            #expect(inPlace.added == added && inPlace.deleted == deleted)
+            #expect(inPlace.addedAnchors + inPlace.deletedAnchors == anchors)
+            #expect(inPlace.previousAnchor == Int64(round * 100) && !inPlace.hasMore)
+        }
+    }
+
+    @Test func escapedTextAndRepliesReadTheSame() throws {
+        let uuid = "E7F3A2B1-0C4D-4E5F-8A9B-1C2D3E4F5A6B"
+        let reply = #"""
+            {"anchor": 12, "hasMore": true, "added": [{"uuid": "\u0045\#(uuid.dropFirst())", "mgCaffeine": 64,
+             "date": "2026-12-01T08:00:00\u002B01:00", "version": 2, "type": "single\u0045spresso", "source": null,
+             "anchor": 11, "extra": [1, {"a": 2}]}], "deleted": [{"uuid": "\#(uuid.lowercased())", "version": 3, "anchor": 12}]}
+            """#
+        let (inPlace, tree) = try bothReadings(Array(reply.utf8))
+        #expect(inPlace == tree)
+        #expect(inPlace.hasMore && inPlace.previousAnchor == nil && inPlace.anchor == 12)
+        #expect(inPlace.added.first?.type == .singleEspresso && inPlace.added.first?.version == 2)
+        #expect(inPlace.deleted.first?.uuid == UUID(uuidString: uuid))
+    }
+
+    @Test func whatCannotBeReadIsNamed() {
+        func error(_ text: String) -> WireFormat.DecodingError? {
+            do {
+                _ = try Array(text.utf8).withUnsafeBytes { raw throws(WireFormat.DecodingError) in try Changes(json: raw) }
+                return nil
+            } catch let error as WireFormat.DecodingError {
+                return error
+            } catch {
+                Issue.record("not a DecodingError: \(error)")
+                return nil
+            }
+        }
+        let drink = #""uuid":"E7F3A2B1-0C4D-4E5F-8A9B-1C2D3E4F5A6B","mgCaffeine":5,"date":"2026-12-01T08:00:00Z""#
+        #expect(error(#"{"added":[],"deleted":[]}"#) == WireFormat.DecodingError("missing \"anchor\""))
+        #expect(error(#"{"anchor":1,"added":[{\#(drink)}],"deleted":[]}"#) == WireFormat.DecodingError("missing \"anchor\""))
+        #expect(
+            error(#"{"anchor":1,"added":[{"uuid":"x","mgCaffeine":5,"anchor":1}]}"#)
+                == WireFormat.DecodingError("not a UUID: \"x\""))
+        #expect(
+            error(#"{"anchor":1,"added":[{\#(drink),"type":"tea","anchor":1}]}"#)
+                == WireFormat.DecodingError("unknown drink type \"tea\""))
+        #expect(error(#"{"anchor":1,"added":[{\#(drink),"mgCaffeine":"5","anchor":1}]}"#) != nil)
+        #expect(error(#"{"anchor":1,"added":[{"uuid":"E7F3A2B1-0C4D-4E5F-8A9B-1C2D3E4F5A6B","anchor":1}]}"#) != nil)
+        #expect(error(#"{"anchor":1,"added":[}"#)?.description.hasPrefix("not JSON") == true)
+    }
+}
