@@ -66,7 +66,7 @@ let package = Package(
             name: "CoffeeService",
             dependencies: [
                 "CoffeeDomain", "HealthStore", "CoffeeModel", "ZeroMQ", "CoffeeLogging", "CoffeeLifecycle", "Syscall",
-                "CMalloc", "CoffeeCharts", "CHealthXML", "CArchive",
+                "CMalloc", "CoffeeCharts", "CHealthXML", "CArchive", "CoffeeTrackerClient",
             ],
             swiftSettings: strict),
 

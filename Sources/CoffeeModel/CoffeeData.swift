@@ -136,6 +136,7 @@ public actor CoffeeData {
     /// Applies a commit when it follows on from the model's anchor, without
     /// telling observers (`applyArrived` tells them once per round).
     private func apply(_ batch: CommittedBatch) -> FollowOutcome {
+        if batch.replacesAll { return .tooLarge }  // a standby's whole new state: rebuild
         if batch.anchor <= anchor { return .alreadyHeld }
         if !batch.isComplete { return .tooLarge }
         if batch.previousAnchor != anchor { return .gap }

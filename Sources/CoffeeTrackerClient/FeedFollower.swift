@@ -55,10 +55,10 @@ public enum FeedFollower {
         let thread = Thread {
             Thread.current.name = "follower"
             var loop = FollowLoop(
-                locate: locate, curve: curve, timeout: timeout, requestTimeout: requestTimeout,
-                stopped: { stopped.load(ordering: .relaxed) })
+                target: ClientFeed { continuation.yield($0) }, locate: locate, curve: curve, timeout: timeout,
+                requestTimeout: requestTimeout, stopped: { stopped.load(ordering: .relaxed) })
             do {
-                try loop.run { continuation.yield($0) }
+                try loop.run()
                 continuation.finish()
             } catch {
                 continuation.finish(throwing: error)
@@ -69,194 +69,51 @@ public enum FeedFollower {
     }
 }
 
-/// The follower's loop, on its thread.
-struct FollowLoop {
-    let locate: FeedFollower.Locate
-    let curve: ClientCurve?
-    let timeout: Duration?
-    let requestTimeout: TimeInterval
-    let stopped: () -> Bool
+/// A client's copy of the feed: every live drink by UUID, yielded as
+/// `FeedState`s.
+struct ClientFeed: FeedTarget {
+    let yield: (FeedState) -> Void
+    var state = FeedState()
+    /// Read from null once: later resyncs start from the anchor held.
+    var synced = false
+    /// Changes applied since the last state yielded.
+    var unshown = false
     static let page = 10_000
     /// While changes keep coming, at most one state per interval: each
     /// state the consumer holds makes the follower's next write copy every
     /// drink (copy on write), so a state per burst at full speed spent most
     /// of the follower's time copying. The first change after a pause comes
     /// out at once.
-    static let stateInterval = Duration.milliseconds(50)
+    static var settleInterval: Duration { .milliseconds(50) }
 
-    private let context = ZMQContext()
-    private var state = FeedState()
-    private var synced = false
-    private var heartbeatInterval = 1.0
-    private var lastHeartbeat: ContinuousClock.Instant?
-    private var endpoints: (query: String, updates: String) = ("", "")
-    private var client: QueryClient?
+    init(yield: @escaping (FeedState) -> Void) { self.yield = yield }
 
-    init(
-        locate: @escaping FeedFollower.Locate, curve: ClientCurve?, timeout: Duration?, requestTimeout: TimeInterval,
-        stopped: @escaping () -> Bool
-    ) {
-        self.locate = locate
-        self.curve = curve
-        self.timeout = timeout
-        self.requestTimeout = requestTimeout
-        self.stopped = stopped
-    }
-
-    mutating func run(_ yield: (FeedState) -> Void) throws {
-        var reachable = ContinuousClock.now
-        var socket = try subscribe()
-        defer { socket.close() }
-        var needSync = true
-        // Changes applied but not yet yielded: a burst of messages becomes one
-        // state, yielded once the socket has nothing more ready. (A state per
-        // message made the consumer's copy of `drinks` and the follower's
-        // next write copy the whole dictionary each time.)
-        var unyielded = false
-        var lastYield = ContinuousClock.now - Self.stateInterval
-        while !stopped() {
-            if needSync {
-                do {
-                    try resync()
-                } catch let refusal as QueryClient.Refusal {
-                    throw refusal  // a refusal other than an expired anchor is not silence: say so
-                } catch {
-                    try giveUpAfter(reachable)
-                    reconnecting(yield)
-                    socket.close()
-                    socket = try subscribe()  // finds the service again
-                    continue
-                }
-                reachable = .now
-                needSync = false
-                state.reconnecting = false
-                yield(state)
-                unyielded = false
-            }
-            if unyielded {
-                // Nothing more ready, and a state's interval since the last:
-                // yield. Less than that: wait out the rest for more changes.
-                let rest = lastYield + Self.stateInterval - .now
-                let waitMs = rest > .zero ? Int(rest.components.attoseconds / 1_000_000_000_000_000) + 1 : 0
-                if try ZMQSocket.poll([.socket(socket)], timeoutMs: waitMs).first != true {
-                    yield(state)
-                    lastYield = .now
-                    unyielded = false
-                }
-            }
-            let silence = max(3 * heartbeatInterval, 1)
-            // Short polls, so that a stop is noticed; silence is counted across them.
-            let deadline = ContinuousClock.now + .milliseconds(Int64(silence * 1000))
-            var frames: [Data]?
-            while frames == nil, !stopped(), ContinuousClock.now < deadline {
-                if try ZMQSocket.poll([.socket(socket)], timeoutMs: 200).first == true {
-                    frames = try socket.receive(dontWait: true)
-                }
-            }
-            if stopped() { return }
-            guard let frames, frames.count == 2 else {
-                // Silence: the service restarted (perhaps elsewhere) or the
-                // network went away. Reconnect, and resync from here.
-                try giveUpAfter(reachable)
-                reconnecting(yield)
-                socket.close()
-                socket = try subscribe()
-                needSync = true
-                continue
-            }
-            reachable = .now
-            let topic = String(decoding: frames[0], as: UTF8.self)
-            if topic == "changes" {
-                // Read in place: every message at full speed comes this way.
-                guard let changes = try? frames[1].withUnsafeBytes({ try Changes(json: $0) }) else {
-                    needSync = true  // a message it cannot read may have held a change
-                    continue
-                }
-                guard changes.anchor > state.anchor else { continue }  // queued before the resync's reply
-                guard changes.previousAnchor == state.anchor else {
-                    needSync = true  // a gap: something was missed
-                    continue
-                }
-                apply(changes)
-                state.anchor = changes.anchor
-                state.model = nil
-                unyielded = true
-                continue
-            }
-            guard let message = try? JSONReader.parse(frames[1]), let anchor = try? message.member("anchor").integer()
-            else { continue }
-            switch topic {
-            case "model":
-                if anchor > state.anchor {
-                    needSync = true  // the changes up to it come first: they were lost
-                } else if anchor == state.anchor, let model = try? WireFormat.snapshot(message) {
-                    state.model = model
-                    yield(state)
-                    unyielded = false
-                }
-            case "heartbeat":
-                let now = ContinuousClock.now
-                if let last = lastHeartbeat {
-                    let seconds = Double((now - last).components.attoseconds) / 1e18 + Double((now - last).components.seconds)
-                    heartbeatInterval = min(max(seconds, 0.1), 60)
-                }
-                lastHeartbeat = now
-                if anchor > state.anchor { needSync = true }
-            default:
-                continue
-            }
-        }
-    }
-
-    private mutating func reconnecting(_ yield: (FeedState) -> Void) {
-        guard !state.reconnecting else { return }
-        state.reconnecting = true
-        yield(state)
-    }
-
-    private mutating func subscribe() throws -> ZMQSocket {
-        if let found = try? locate() { endpoints = found }
-        client = nil  // a fresh query socket too: a late reply never answers the next request
-        let socket = try ZMQSocket(context, .sub)
-        try socket.setLinger(ms: 0)
-        try socket.secure(curve)
-        for topic in ["changes", "model", "heartbeat"] { try socket.subscribe(topic) }
-        try socket.connect(endpoints.updates)
-        return socket
-    }
-
-    private func giveUpAfter(_ reachable: ContinuousClock.Instant) throws {
-        guard let timeout, ContinuousClock.now - reachable > timeout else { return }
-        throw QueryClient.Failure(description: "no word from \(endpoints.updates) or \(endpoints.query) in \(timeout)")
-    }
-
-    private mutating func query() throws -> QueryClient {
-        if let client { return client }
-        let made = try QueryClient(endpoint: endpoints.query, timeout: requestTimeout, curve: curve)
-        client = made
-        return made
-    }
+    var anchor: Int64 { state.anchor }
 
     /// Reads `changes` from the anchor held (from null the first time, or
     /// after `anchor_expired`), page by page, then asks for the model.
-    private mutating func resync() throws {
+    mutating func resync(_ client: QueryClient) throws {
         state.resyncs += 1
         do {
-            try read(from: synced ? state.anchor : nil)
+            try read(from: synced ? state.anchor : nil, client)
         } catch let refusal as QueryClient.Refusal where refusal.code == "anchor_expired" {
-            try read(from: nil)
-        } catch {
-            client = nil
-            throw error
+            try read(from: nil, client)
         }
-        let model = try? query().model()
+        let model = try? client.model()
         state.model = model?.anchor == state.anchor ? model : nil
+        state.reconnecting = false
+        show()
     }
 
-    private mutating func read(from start: Int64?) throws {
-        var page = try query().changes(since: start, limit: Self.page)
+    private mutating func show() {
+        unshown = false
+        yield(state)
+    }
+
+    private mutating func read(from start: Int64?, _ client: QueryClient) throws {
+        var page = try client.changes(since: start, limit: Self.page)
         if let start, page.anchor < start {
-            return try read(from: nil)  // the store is behind what is held (restored, or a new one)
+            return try read(from: nil, client)  // the store is behind what is held (restored, or a new one)
         }
         var drinks = start == nil ? [:] : state.drinks
         var applied = 0
@@ -265,7 +122,7 @@ struct FollowLoop {
             for tombstone in page.deleted { drinks[tombstone.uuid] = nil }
             applied += page.added.count + page.deleted.count
             if !page.hasMore { break }
-            page = try query().changes(since: page.anchor, limit: Self.page)
+            page = try client.changes(since: page.anchor, limit: Self.page)
         }
         state.drinks = drinks
         state.anchor = page.anchor
@@ -274,9 +131,27 @@ struct FollowLoop {
         synced = true
     }
 
-    private mutating func apply(_ changes: Changes) {
+    mutating func apply(_ changes: Changes) {
         for drink in changes.added { state.drinks[drink.uuid] = drink }
         for tombstone in changes.deleted { state.drinks[tombstone.uuid] = nil }
         state.applied += changes.added.count + changes.deleted.count
+        state.anchor = changes.anchor
+        state.model = nil
+        unshown = true
+    }
+
+    mutating func model(_ model: ModelSnapshot) {
+        state.model = model
+        show()
+    }
+
+    mutating func settled() {
+        if unshown { show() }
+    }
+
+    mutating func lost() {
+        guard !state.reconnecting else { return }
+        state.reconnecting = true
+        show()
     }
 }

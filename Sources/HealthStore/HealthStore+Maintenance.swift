@@ -30,6 +30,7 @@ extension HealthStore: Service {
     @discardableResult
     public func purgeTombstones() throws -> Int {
         guard let db else { throw StoreError.closed }
+        guard configuration.purgesTombstones else { return 0 }
         let cutoff = configuration.clock.now().addingTimeInterval(-configuration.tombstoneRetention)
         let cutoffMs = Int64((cutoff.timeIntervalSince1970 * 1000).rounded())
         return try db.transaction {

@@ -73,21 +73,31 @@ struct CommitChanges {
     var arrived: ContinuousClock.Instant?
     /// Some change replaced a record that existed (see `CommittedBatch.replacesRecords`).
     var replacesRecords = false
+    /// Each change's anchor, kept only for a standby's commit, whose anchors
+    /// are its primary's (`CommittedBatch.anchors`); nil otherwise.
+    var anchors: [Int64]?
+    /// Everything held was replaced (`CommittedBatch.replacesAll`).
+    var replacesAll = false
 
     mutating func record(_ change: CommittedBatch.Change, anchor: Int64, replacing: Bool) {
         self.anchor = anchor
         if replacing { replacesRecords = true }
         guard isComplete else { return }
         log.append(change)
-        if log.count > HealthStore.announceLimit {
-            isComplete = false
-            log = []
-        }
+        anchors?.append(anchor)
+        if log.count > HealthStore.announceLimit { carryNothing() }
+    }
+
+    /// The commit is announced without its changes: readers page through it.
+    mutating func carryNothing() {
+        isComplete = false
+        log = []
+        anchors = anchors.map { _ in [] }
     }
 
     func committed(previousAnchor: Int64, anchor: Int64) -> CommittedBatch {
         CommittedBatch(
             anchor: anchor, previousAnchor: previousAnchor, log: log, isComplete: isComplete, arrived: arrived,
-            replacesRecords: replacesRecords)
+            replacesRecords: replacesRecords, anchors: anchors, replacesAll: replacesAll)
     }
 }

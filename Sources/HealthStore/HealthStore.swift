@@ -34,6 +34,9 @@ public actor HealthStore {
         public var timerClock: any Clock<Duration>
         /// How often a store in a storage fault tries to write again.
         public var faultRetryInterval: Duration = .seconds(1)
+        /// Whether the store purges its own tombstones; a standby's follows
+        /// its primary's purge instead (`ReplicaCommit.purgedAnchor`).
+        public var purgesTombstones = true
 
         public init(
             path: String, tombstoneRetention: TimeInterval = 30 * 86_400, clock: any WallClock = SystemClock(),

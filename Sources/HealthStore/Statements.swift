@@ -16,7 +16,9 @@ final class Statements: @unchecked Sendable {
     private var lookupStatement: Statement?
     private var tombstoneStatement: Statement?
     private var metaStatement: Statement?
-    private let db: Database
+    /// A standby's write (`Statements+Replica.swift`), prepared at its first use.
+    var replicaStatement: Statement?
+    let db: Database
 
     init(_ db: Database) throws {
         self.db = db
@@ -61,6 +63,7 @@ final class Statements: @unchecked Sendable {
         lookupStatement = nil
         tombstoneStatement = nil
         metaStatement = nil
+        replicaStatement = nil
     }
 
     /// What an upsert did.
@@ -120,7 +123,7 @@ final class Statements: @unchecked Sendable {
 
     /// Binds a drink's record to the eight parameters from `first`: uuid,
     /// version, anchor, date, mg, type, source, and the time of the change.
-    private func bindRecord(_ drink: Drink, anchor: Int64, now: Int64, to s: Statement, from first: Int32) throws {
+    func bindRecord(_ drink: Drink, anchor: Int64, now: Int64, to s: Statement, from first: Int32) throws {
         try bind(drink.uuid, to: s, at: first)
         try s.bind(first + 1, drink.version)
         try s.bind(first + 2, anchor)
@@ -222,7 +225,7 @@ final class Statements: @unchecked Sendable {
             version: version, type: s.string(6).flatMap(DrinkType.init(rawValue:)), source: s.string(7))
     }
 
-    private func bind(_ uuid: UUID, to s: Statement, at index: Int32) throws {
+    func bind(_ uuid: UUID, to s: Statement, at index: Int32) throws {
         var raw = uuid.uuid
         try withUnsafeBytes(of: &raw) { try s.bind(index, bytes: $0) }
     }

@@ -9,6 +9,7 @@ public struct StoreError: Error, CustomStringConvertible, Sendable, Equatable {
         case io
         case inUse
         case unavailable
+        case outOfOrder
     }
 
     let code: Code
@@ -46,12 +47,20 @@ public struct StoreError: Error, CustomStringConvertible, Sendable, Equatable {
         StoreError(code: .unavailable, message: "the store cannot write now (\(reason)); nothing was stored, try again later")
     }
 
+    /// A standby's change whose anchor is not after the store's (PROTOCOL.md §11).
+    static func outOfOrder(_ anchor: Int64, after held: Int64) -> StoreError {
+        StoreError(
+            code: .outOfOrder, message: "a change at anchor \(anchor) is not after the store's anchor \(held); nothing was stored"
+        )
+    }
+
     public var isAnchorExpired: Bool { code == .anchorExpired }
     public var isUnavailable: Bool { code == .unavailable }
     public var isClosed: Bool { code == .closed }
     public var isCorrupt: Bool { code == .corrupt }
     public var isNewerSchema: Bool { code == .newerSchema }
     public var isInUse: Bool { code == .inUse }
+    public var isOutOfOrder: Bool { code == .outOfOrder }
 
     public var description: String { message }
 }

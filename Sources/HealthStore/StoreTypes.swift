@@ -145,11 +145,24 @@ public struct CommittedBatch: Sendable, Hashable {
     /// first), so false lets `resolved()` skip its map. The store sets it;
     /// anyone else leaves it true.
     public var replacesRecords: Bool
+    /// The anchor of each change of `log`, when they are not the anchors
+    /// after `previousAnchor` one by one: a standby's commit, whose changes
+    /// keep the anchors their primary gave them (PROTOCOL.md §11). Nil otherwise.
+    public var anchors: [Int64]?
+    /// The commit replaced everything the store held (a standby taking its
+    /// primary's whole state): `log` is empty, `isComplete` false, and the
+    /// anchor may even be lower than `previousAnchor`. Whoever keeps a copy
+    /// rebuilds it from the store.
+    public var replacesAll: Bool
 
     public init(
         anchor: Int64, previousAnchor: Int64, log: [Change], isComplete: Bool = true,
-        arrived: ContinuousClock.Instant? = nil, replacesRecords: Bool = true
+        arrived: ContinuousClock.Instant? = nil, replacesRecords: Bool = true, anchors: [Int64]? = nil,
+        replacesAll: Bool = false
     ) {
+        precondition(anchors == nil || anchors?.count == log.count)
+        self.anchors = anchors
+        self.replacesAll = replacesAll
         self.arrived = arrived
         self.replacesRecords = replacesRecords
         self.anchor = anchor
@@ -166,18 +179,21 @@ public struct CommittedBatch: Sendable, Hashable {
         return stride(from: 0, to: log.count, by: size).map { start in
             let end = min(start + size, log.count)
             return CommittedBatch(
-                anchor: previousAnchor + Int64(end), previousAnchor: previousAnchor + Int64(start), log: Array(log[start..<end]),
-                arrived: arrived, replacesRecords: replacesRecords)
+                anchor: end == log.count ? anchor : anchor(at: end - 1),
+                previousAnchor: start == 0 ? previousAnchor : anchor(at: start - 1), log: Array(log[start..<end]),
+                arrived: arrived, replacesRecords: replacesRecords, anchors: anchors.map { Array($0[start..<end]) })
         }
     }
 
+    /// The anchor of `log[offset]`.
+    public func anchor(at offset: Int) -> Int64 { anchors?[offset] ?? previousAnchor + 1 + Int64(offset) }
+
     /// Each UUID once, in its final state, with the anchor of its last
-    /// change (the log's changes take consecutive anchors after
-    /// `previousAnchor`), in anchor order: what a `changes` message carries,
+    /// change (`anchor(at:)`), in anchor order: what a `changes` message carries,
     /// and what `changes` read from the store after the commit gives.
     /// Resolves on every call.
     public func resolved() -> AnchoredChanges {
-        let anchored = log.enumerated().lazy.map { (anchor: self.previousAnchor + 1 + Int64($0.offset), change: $0.element) }
+        let anchored = log.enumerated().lazy.map { (anchor: self.anchor(at: $0.offset), change: $0.element) }
         guard replacesRecords else { return AnchoredChanges(anchored) }  // each UUID is in the log once
         var last: [UUID: Int64] = [:]
         last.reserveCapacity(log.count)

@@ -62,7 +62,9 @@ struct ConfigurationTests {
              "limits": {"maxMgCaffeine": 9, "maxFutureSkewS": 9, "earliestDate": "2001-01-01T00:00:00Z",
                         "maxMessageBytes": 999, "maxFileBytes": 999, "maxExportBytes": 999},
              "log": {"level": "debug", "format": "json"},
-             "security": {"allowPlaintextRemote": true, "curve": {"secretKeyFile": "s", "clientsDirectory": "k"}}}
+             "security": {"allowPlaintextRemote": true, "curve": {"secretKeyFile": "s", "clientsDirectory": "k"}},
+             "follow": {"query": "ipc:///q", "updates": "ipc://u", "serverKey": "\#(String(repeating: "A", count: 40))",
+                        "keyFile": "standby.key_secret"}}
             """#)
         let defaults = try parse("{}")
         let changed = c.changedKeys(comparedTo: defaults)
@@ -70,6 +72,11 @@ struct ConfigurationTests {
         #expect(Set(changed).count == changed.count)
         #expect(c.ingest.receiveHighWaterMark == 7 && c.updates.sendHighWaterMark == 8 && c.limits.maxFileBytes == 999)
         #expect(c.security.curve?.clientsDirectory == "/etc/ct/k")
+        #expect(
+            c.follow
+                == .init(
+                    query: "ipc:///q", updates: "ipc:///etc/ct/u", serverKey: String(repeating: "A", count: 40),
+                    keyFile: "/etc/ct/standby.key_secret"))
         #expect(c.backupPath == "/etc/ct/b" && defaults.backupPath == defaults.dataDirectory + "/backups")
         #expect(defaults.changedKeys(comparedTo: defaults).isEmpty)
         var one = defaults
@@ -104,6 +111,11 @@ struct ConfigurationTests {
         (#"{"log": {"level": "info", "level": "debug"}}"#, "log.level is given twice"),
         (#"{"store": {}, "store": {}}"#, "store is given twice"),
         (#"{"model": {"halfLifeHours": "5"}}"#, "model.halfLifeHours must be a number"),
+        (#"{"follow": {"updates": "ipc:///u"}}"#, "follow.query is required with follow"),
+        (#"{"follow": {"query": "127.0.0.1:5557", "updates": "ipc:///u"}}"#, "follow.query must be a ZeroMQ endpoint"),
+        (#"{"follow": {"query": "ipc:///q", "updates": "ipc:///u", "keyFile": "k"}}"#, "follow.keyFile needs follow.serverKey"),
+        (#"{"follow": {"query": "ipc:///q", "updates": "ipc:///u", "serverKey": "x"}}"#, "follow.serverKey must be a 40"),
+        (#"{"follow": {"query": "ipc:///q", "updates": "ipc:///u", "primary": 1}}"#, "unknown key \"follow.primary\""),
     ])
     func errorsNameTheKey(json: String, expected: String) {
         let m = message(json)

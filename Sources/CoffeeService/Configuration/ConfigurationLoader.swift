@@ -135,6 +135,9 @@ public enum ConfigurationLoader {
                 c.security.curve = .init(secretKeyFile: resolve(secret, folder), clientsDirectory: resolve(clients, folder))
             }
         }
+        if let s = try reader.section(top, "follow", allowed: ServiceConfiguration.keys(of: "follow")) {
+            c.follow = try follow(s, reader, folder)
+        }
         return c
     }
 
@@ -255,7 +258,7 @@ public enum ConfigurationLoader {
             }
         }
 
-        private func endpoint(_ s: String, _ at: String) throws -> String {
+        func endpoint(_ s: String, _ at: String) throws -> String {
             let schemes = ["tcp://", "ipc://", "inproc://"]
             guard schemes.contains(where: { s.hasPrefix($0) }), s.count > 6 else {
                 throw fail(at, "must be a ZeroMQ endpoint (tcp://host:port, ipc://path), got \"\(s)\"")
@@ -268,11 +271,7 @@ public enum ConfigurationLoader {
             guard case .array(let list) = raw else { throw fail(path, "must be an array of endpoint strings") }
             return try list.enumerated().map { (i, item) in
                 guard case .string(let s) = item else { throw fail("\(path)[\(i)]", "must be a string") }
-                let schemes = ["tcp://", "ipc://", "inproc://"]
-                guard schemes.contains(where: { s.hasPrefix($0) }), s.count > 6 else {
-                    throw fail("\(path)[\(i)]", "must be a ZeroMQ endpoint (tcp://host:port, ipc://path), got \"\(s)\"")
-                }
-                return s
+                return try endpoint(s, "\(path)[\(i)]")
             }
         }
     }

@@ -10,7 +10,10 @@ import ZeroMQ
 /// What the file does not say keeps the part's own default.
 extension ServiceConfiguration {
     func storeConfiguration(clock: any WallClock) -> HealthStore.Configuration {
-        HealthStore.Configuration(path: storePath, tombstoneRetention: store.tombstoneRetentionDays * 86_400, clock: clock)
+        var part = HealthStore.Configuration(
+            path: storePath, tombstoneRetention: store.tombstoneRetentionDays * 86_400, clock: clock)
+        part.purgesTombstones = follow == nil  // a standby follows its primary's purge
+        return part
     }
 
     func broadcasterConfiguration(curve: CurveServerSettings?) -> Broadcaster.Configuration {

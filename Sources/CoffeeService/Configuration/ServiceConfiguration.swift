@@ -24,6 +24,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var limits = Limits()
     public var log = Log()
     public var security = Security()
+    /// A standby's primary (PROTOCOL.md §11); nil for a primary.
+    public var follow: Follow?
 
     public init() {}
 
@@ -115,6 +117,16 @@ public struct ServiceConfiguration: Sendable, Equatable {
         }
     }
 
+    /// `follow`: the service is a read-only copy of the primary there.
+    public struct Follow: Sendable, Equatable {
+        public var query: String
+        public var updates: String
+        /// The primary's public key, under its CURVE.
+        public var serverKey: String?
+        /// This standby's own `.key_secret`, as the primary's client.
+        public var keyFile: String?
+    }
+
     /// An `ingest.connect` entry: a publisher's endpoint, and its public key
     /// when the service connects as its CURVE client.
     public struct ConnectEntry: Sendable, Equatable {
@@ -154,6 +166,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Key("log.level", \.log.level), Key("log.format", \.log.format),
         Key("security.curve", \.security.curve),
         Key("security.allowPlaintextRemote", \.security.allowPlaintextRemote),
+        Key("follow.query", \.follow?.query), Key("follow.updates", \.follow?.updates),
+        Key("follow.serverKey", \.follow?.serverKey), Key("follow.keyFile", \.follow?.keyFile),
     ]
 
     /// One key of the file: its name, and whether two configurations differ in it.
@@ -184,6 +198,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         let all =
             ingest.bind.map { ("ingest.bind", $0) } + ingest.connect.map { ("ingest.connect", $0.endpoint) }
             + updates.bind.map { ("updates.bind", $0) } + query.bind.map { ("query.bind", $0) }
+            + (follow.map { [("follow.query", $0.query), ("follow.updates", $0.updates)] } ?? [])
         return all.filter { $0.1.hasPrefix("tcp://") }.map { (key: $0.0, endpoint: $0.1) }
     }
 

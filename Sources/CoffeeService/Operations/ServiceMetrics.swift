@@ -9,6 +9,8 @@ struct ServiceMetrics: Sendable {
     let store: HealthStore
     let broadcaster: Broadcaster
     let model: CoffeeData
+    /// A standby's lag behind its primary (PROTOCOL.md §11); nil for a primary.
+    var following: FollowStatus?
 
     /// The metrics text, read from the parts now.
     func text() async -> String {
@@ -58,6 +60,14 @@ struct ServiceMetrics: Sendable {
         m.gauge(
             "coffee_tracker_store_fault", "1 while the store cannot write (disk full, I/O error), else 0.",
             self.store.isFaulted ? 1 : 0)
+        if let following {
+            m.gauge(
+                "coffee_tracker_follow_lag_seconds",
+                "A standby: how long the oldest change heard from the primary has waited for its commit here.",
+                following.lagSeconds())
+            m.gauge(
+                "coffee_tracker_follow_anchor", "A standby: the primary's anchor, as last heard.", Double(following.followAnchor))
+        }
         let caffeine = await model.snapshot()?.mgCaffeine ?? 0
         m.gauge("coffee_tracker_caffeine_mg", "Caffeine in the body now, by the model.", caffeine)
         m.counter("process_cpu_seconds_total", "User and system CPU time.", [([], ProcessMetrics.cpuSeconds())])

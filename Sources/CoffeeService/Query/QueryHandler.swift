@@ -23,6 +23,8 @@ public struct QueryHandler: Sendable {
     let registry: ClientRegistry?
     /// `store.backupDirectory`: where `backup` writes.
     let backupDirectory: String?
+    /// A standby's follower (PROTOCOL.md §11): writes are refused, `stats` tells the lag.
+    let following: FollowStatus?
 
     /// Who sent a request.
     public enum Caller: Sendable {
@@ -39,8 +41,9 @@ public struct QueryHandler: Sendable {
         store: HealthStore, model: CoffeeData, controller: StoreFollower? = nil, validator: DrinkValidator,
         counters: ServiceCounters, clock: any WallClock,
         maxMessageBytes: Int = IngestEndpoint.Configuration.defaultMaxMessageBytes, registry: ClientRegistry? = nil,
-        backupDirectory: String? = nil, logger: Logger = Logger(label: "query")
+        backupDirectory: String? = nil, following: FollowStatus? = nil, logger: Logger = Logger(label: "query")
     ) {
+        self.following = following
         self.backupDirectory = backupDirectory
         self.logger = logger
         self.registry = registry
@@ -95,6 +98,10 @@ public struct QueryHandler: Sendable {
         case .wrongType: throw QueryError(.badRequest, "op must be a string", field: "op")
         }
         try authorize(op, caller)
+        if let following, op == "add" || op == "delete" {
+            throw QueryError(
+                .readOnly, "this service is a standby of \(following.primary): send \(op) to the primary", field: "op")
+        }
         switch op {
         case "ping": return .object([("ok", true), ("anchor", .int(await store.anchor))])
         case "changes": return try await changes(request)
@@ -251,24 +258,25 @@ public struct QueryHandler: Sendable {
     func stats() async -> JSONValue {
         let s = await store.statistics()
         let c = counters
-        return .object([
-            ("ok", true),
-            ("anchor", .int(s.anchor)),
-            ("received", .int(Int64(c.received.value))),
-            ("stored", .int(Int64(c.stored.value))),
-            ("duplicates", .int(Int64(c.duplicates.value))),
-            ("rejected", .int(Int64(c.rejected.value))),
-            ("requests", .int(Int64(c.requests.value))),
-            ("filesProcessed", .int(Int64(c.filesProcessed.value))),
-            ("filesFailed", .int(Int64(c.filesFailed.value))),
-            ("subscribers", .int(Int64(c.subscribers.value))),
-            ("updatesDropped", .int(Int64(c.updatesDropped.value))),
-            ("authDenied", .int(Int64(c.authDenied.value))),
-            ("fault", await store.faultDescription.map { .string($0) } ?? .null),
-            ("uptimeS", .double((Date().timeIntervalSince(c.started) * 1000).rounded() / 1000)),
-            ("storeBytes", .int(s.fileBytes)),
-            ("commits", .int(s.commits)),
-            ("purgedAnchor", .int(s.purgedAnchor)),
-        ])
+        return .object(
+            [
+                ("ok", true),
+                ("anchor", .int(s.anchor)),
+                ("received", .int(Int64(c.received.value))),
+                ("stored", .int(Int64(c.stored.value))),
+                ("duplicates", .int(Int64(c.duplicates.value))),
+                ("rejected", .int(Int64(c.rejected.value))),
+                ("requests", .int(Int64(c.requests.value))),
+                ("filesProcessed", .int(Int64(c.filesProcessed.value))),
+                ("filesFailed", .int(Int64(c.filesFailed.value))),
+                ("subscribers", .int(Int64(c.subscribers.value))),
+                ("updatesDropped", .int(Int64(c.updatesDropped.value))),
+                ("authDenied", .int(Int64(c.authDenied.value))),
+                ("fault", await store.faultDescription.map { .string($0) } ?? .null),
+                ("uptimeS", .double((Date().timeIntervalSince(c.started) * 1000).rounded() / 1000)),
+                ("storeBytes", .int(s.fileBytes)),
+                ("commits", .int(s.commits)),
+                ("purgedAnchor", .int(s.purgedAnchor)),
+            ] + (following.map { [("followAnchor", .int($0.followAnchor)), ("followLagS", .double($0.lagSeconds()))] } ?? []))
     }
 }

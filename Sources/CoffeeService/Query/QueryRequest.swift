@@ -42,6 +42,8 @@ public struct QueryError: Error, Sendable {
         case tooLarge = "too_large"
         case unavailable
         case forbidden
+        /// A standby (PROTOCOL.md §11) takes no writes.
+        case readOnly = "read_only"
         case `internal`
     }
 

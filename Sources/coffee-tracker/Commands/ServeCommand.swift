@@ -18,7 +18,10 @@ enum ServeCommand {
         the log says which changed). Files it creates are private (umask 077).
         Under systemd (NOTIFY_SOCKET) it reports READY=1, STATUS=, STOPPING=1
         and feeds the watchdog while every part answers; http.bind serves
-        /metrics, /healthz and /readyz.
+        /metrics, /healthz and /readyz. With follow in the configuration it
+        is a standby: a read-only copy of the primary there (add and delete
+        get read_only, no bus or inbox); restarted without follow, it is a
+        primary that continues the anchors.
 
         Options:
           --config FILE   configuration (default config/coffee-tracker.json when it

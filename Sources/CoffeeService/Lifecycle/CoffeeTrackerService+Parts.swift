@@ -1,0 +1,164 @@
+import CoffeeDomain
+import CoffeeLifecycle
+import CoffeeModel
+import Foundation
+import HealthStore
+import Synchronization
+import Syscall
+import ZeroMQ
+
+/// The composition itself: every part made, in the group's order.
+extension CoffeeTrackerService {
+    /// Every part, in start order. The store opens first, since the parts
+    /// after it hold it; a part that cannot be made after it (a bind that
+    /// fails) throws out of here with the store still open, and `serve`
+    /// then exits, which releases the file.
+    func makeParts(_ security: SecuritySetup) throws -> Parts {
+        let c = configuration
+        let context = ZMQContext()
+        let validator = DrinkValidator(limits: c.drinkLimits)
+        let cache = ModelCache(url: URL(fileURLWithPath: c.modelCachePath))
+        let model = CoffeeData(model: c.caffeineModel, clock: clock, cache: cache)
+        let store = try HealthStore(configuration: c.storeConfiguration(clock: clock))
+        let controller = StoreFollower(store: store, model: model, cache: cache, clock: clock)
+        do {
+            let broadcaster = try Broadcaster(
+                configuration: c.broadcasterConfiguration(curve: security.server("updates")), context: context, store: store,
+                counters: counters)
+            // A standby takes no bus events and no inbox files: its follower of the primary stands in their place.
+            let standby = try c.follow.map { try StandbyService(follow: $0, store: store) }
+            let handler = QueryHandler(
+                store: store, model: model, controller: controller, validator: validator, counters: counters, clock: clock,
+                maxMessageBytes: c.limits.maxMessageBytes, registry: security.registry, backupDirectory: c.backupPath,
+                following: standby?.status)
+            let query = try QueryEndpoint(
+                configuration: c.queryConfiguration(curve: security.server("query")), context: context, handler: handler)
+            let ingest =
+                try standby != nil
+                ? nil
+                : IngestEndpoint(
+                    configuration: c.ingestConfiguration(curve: security.server("ingest"), keys: security.keys),
+                    context: context, store: store.submissions, decoder: BatchDecoder(validator: validator),
+                    deadLetters: DeadLetterFile(path: c.deadLetterPath), counters: counters, clock: clock,
+                    registry: security.registry)
+            let dieWhileImporting = testHooks ? ProcessInfo.processInfo.environment["COFFEE_TRACKER_TEST_DIE_IMPORTING"] : nil
+            let inbox =
+                standby != nil
+                ? nil
+                : InboxService(
+                    importer: InboxImporter(
+                        configuration: c.importerConfiguration(dieWhileImporting: dieWhileImporting),
+                        parser: InboxFileParser(decoder: BatchDecoder(validator: validator)), store: store, counters: counters,
+                        clock: clock), sweepInterval: c.inboxSweepInterval)
+
+            let zap = try security.registry.map { try ZAPHandler(context: context, registry: $0, counters: counters) }
+            let partsBox = PartsBox()
+            let pictures = ModelPictures(store: store, model: model, follower: controller, chart: c.chart, clock: clock)
+            let http = try c.httpConfiguration.map { httpConfiguration in
+                try HTTPEndpoint(configuration: httpConfiguration) { method, path in
+                    guard let parts = partsBox.parts else { return HTTPResponse(status: 503, body: "starting\n") }
+                    return await OperationsRoutes(
+                        store: parts.store, phase: self.phase,
+                        metrics: ServiceMetrics(
+                            counters: self.counters, store: parts.store, broadcaster: parts.broadcaster, model: parts.model,
+                            following: parts.standby?.status),
+                        pictures: pictures
+                    ).answer(method, path)
+                }
+            }
+            // Each model goes to the bus's subscribers and to the page's event streams.
+            let modelService = ModelService(
+                store: store, model: model, controller: controller, configuration: c.modelServiceConfiguration,
+                publish: { snapshot in
+                    let body = JSONValue.object(WireFormat.members(snapshot)).data()
+                    broadcaster.publish("model", encoded: body)
+                    if let http, http.hasEventStreams { http.publish(event: HTTPResponse.event("model", json: body)) }
+                })
+            var probes: [OperationsService.Probe] = [
+                ("store", { await store.answers(within: .seconds(1)) }),
+                ("updates", { await broadcaster.answers(within: .seconds(1)) }),
+                ("query", { await query.answers(within: .seconds(1)) }),
+            ]
+            if let ingest { probes.append(("ingest", { await ingest.answers(within: .seconds(1)) })) }
+            if let zap { probes.append(("zap", { await zap.answers(within: .seconds(1)) })) }
+            let operations = OperationsService(notifier: notifier, probes: probes) {
+                guard let parts = partsBox.parts else { return "starting" }
+                return await self.status(parts)
+            }
+            let parts = Parts(
+                store: store, cache: cache, zap: zap, broadcaster: broadcaster, model: model, modelService: modelService,
+                query: query, ingest: ingest, inbox: inbox, standby: standby, http: http, operations: operations,
+                serverKey: security.keys?.publicKey)
+            partsBox.set(parts)
+            return parts
+        }
+    }
+
+    /// The service's parts; `services` is the group's start order.
+    struct Parts: Sendable {
+        let store: HealthStore
+        let cache: ModelCache
+        /// The ZAP handler, under `security.curve`: up before any endpoint binds.
+        let zap: ZAPHandler?
+        let broadcaster: Broadcaster
+        let model: CoffeeData
+        let modelService: ModelService
+        let query: QueryEndpoint
+        /// A primary's inputs; nil on a standby.
+        let ingest: IngestEndpoint?
+        let inbox: InboxService?
+        /// A standby's follower of its primary (`follow`); nil on a primary.
+        let standby: StandbyService?
+        /// The monitoring endpoint (`http.bind`), when on.
+        let http: HTTPEndpoint?
+        /// STATUS and the watchdog for systemd.
+        let operations: OperationsService
+        /// The service's public key under CURVE, for `endpoints.json`.
+        let serverKey: String?
+        /// Gives memory back after bursts of large input; first, so that
+        /// its allocator settings hold for every part.
+        let memory = MemoryReclaimer()
+
+        /// Monitoring starts right after the store, so that `/healthz` and
+        /// `/readyz` answer while the rest starts and drains; the watchdog
+        /// starts last, once there is everything to watch.
+        var services: [any Service] {
+            var services: [any Service] = [memory, store]
+            if let http { services.append(http) }
+            services.append(cache)
+            if let zap { services.append(zap) }
+            services += [broadcaster, modelService, query] as [any Service]
+            // Inputs: a primary's bus and inbox, or a standby's follower of its primary.
+            if let standby { services.append(standby) }
+            if let ingest { services.append(ingest) }
+            if let inbox { services.append(inbox) }
+            services.append(operations)
+            return services
+        }
+    }
+
+    /// The parts, for the HTTP routes and the status line made before they exist.
+    final class PartsBox: Sendable {
+        private let value = Mutex<Parts?>(nil)
+        var parts: Parts? { value.withLock { $0 } }
+        func set(_ parts: Parts) { value.withLock { $0 = parts } }
+    }
+
+    /// `<data>/endpoints.json`: the endpoints really bound, so that clients
+    /// and tests can find ports chosen by the system (`tcp://127.0.0.1:*`).
+    func writeEndpoints(_ parts: Parts) {
+        let json = JSONValue.object([
+            ("ingest", .array((parts.ingest?.boundEndpoints ?? []).map { .string($0) })),
+            ("updates", .array(parts.broadcaster.boundEndpoints.map { .string($0) })),
+            ("query", .array(parts.query.boundEndpoints.map { .string($0) })),
+            ("http", parts.http?.boundAddress.map { .string($0) } ?? .null),
+            ("serverKey", parts.serverKey.map { .string($0) } ?? .null),
+            ("pid", .int(Int64(ProcessInfo.processInfo.processIdentifier))),
+        ])
+        do {
+            try DurableFile.write(json.data(), to: URL(fileURLWithPath: configuration.endpointsPath))
+        } catch {
+            logger.warning("could not write endpoints file", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import CoffeeDomain
+import CoffeeLogging
+import CoffeeTrackerClient
+import Foundation
+import HealthStore
+
+/// A standby's store as a follow loop's target (PROTOCOL.md §11): each
+/// change stored under its primary's anchor. It starts from its own anchor
+/// (0 when new, so that it holds the tombstones too); where the primary has
+/// purged past it, or the primary is behind it, it takes the primary's
+/// whole state in one commit. The messages of a burst become one commit.
+struct StandbyReplica: FeedTarget {
+    let store: HealthStore
+    let status: FollowStatus
+    let logger: Logger
+    /// The store's anchor: every change up to it is durable here.
+    private(set) var held: Int64
+    /// Messages applied since the last commit, and the anchor they reach.
+    private var pending: [(anchor: Int64, change: CommittedBatch.Change)] = []
+    private var pendingThrough: Int64?
+    /// A read's page, and the most changes one commit of messages holds.
+    static let page = 5000
+    /// A standby commits each burst at once.
+    static var settleInterval: Duration { .zero }
+
+    init(store: HealthStore, status: FollowStatus, logger: Logger) throws {
+        self.store = store
+        self.status = status
+        self.logger = logger
+        held = try store.blocking { $0.anchor }
+        status.stored(held)
+    }
+
+    var anchor: Int64 { pendingThrough ?? held }
+
+    mutating func resync(_ client: QueryClient) throws {
+        try settled()
+        let purged = try Self.purgedAnchor(client)
+        do {
+            var page = try client.changes(since: held, limit: Self.page)
+            if page.anchor < held {
+                logger.warning(
+                    "the primary is behind this standby (restored, or a new store); taking its whole state",
+                    metadata: ["primary": "\(page.anchor)", "standby": "\(held)"])
+                return try replaceAll(client)
+            }
+            while true {
+                try commit(Self.anchored(page), through: page.anchor, purgedAnchor: purged)
+                if !page.hasMore { break }
+                page = try client.changes(since: page.anchor, limit: Self.page)
+            }
+        } catch let refusal as QueryClient.Refusal where refusal.code == "anchor_expired" {
+            logger.notice(
+                "the primary purged tombstones past this standby's anchor; taking its whole state",
+                metadata: ["anchor": "\(held)"])
+            try replaceAll(client)
+        }
+    }
+
+    mutating func apply(_ changes: Changes) throws {
+        pending += Self.anchored(changes).inAnchorOrder
+        pendingThrough = changes.anchor
+        if pending.count >= Self.page { try settled() }
+    }
+
+    mutating func settled() throws {
+        guard let through = pendingThrough else { return }
+        let changes = AnchoredChanges(pending)
+        (pending, pendingThrough) = ([], nil)  // on a failure the loop reads them again from `held`
+        try commit(changes, through: through)
+    }
+
+    mutating func heard(anchor: Int64) { status.heard(anchor) }
+
+    /// The primary's whole state: every live drink (read from null), and
+    /// every change after its purged anchor (its tombstones), each UUID at
+    /// its latest anchor, in one commit that replaces what is held.
+    /// Memory is the primary's store, once, for this rare case.
+    private mutating func replaceAll(_ client: QueryClient) throws {
+        let purged = try Self.purgedAnchor(client)
+        var latest: [UUID: (anchor: Int64, change: CommittedBatch.Change)] = [:]
+        var through: Int64 = 0
+        for start in [nil, purged] as [Int64?] {
+            var page = try client.changes(since: start, limit: Self.page)
+            while true {
+                for item in Self.anchored(page).inAnchorOrder where (latest[item.change.uuid]?.anchor ?? 0) < item.anchor {
+                    latest[item.change.uuid] = item
+                }
+                through = max(through, page.anchor)
+                if !page.hasMore { break }
+                page = try client.changes(since: page.anchor, limit: Self.page)
+            }
+        }
+        let state = AnchoredChanges(latest.values.sorted { $0.anchor < $1.anchor })
+        try commit(state, through: through, replacesAll: true, purgedAnchor: purged)
+        logger.notice(
+            "standby took the primary's whole state",
+            metadata: ["anchor": "\(through)", "records": "\(latest.count)", "purgedAnchor": "\(purged)"])
+    }
+
+    private mutating func commit(
+        _ changes: AnchoredChanges, through: Int64, replacesAll: Bool = false, purgedAnchor: Int64? = nil
+    ) throws {
+        let commit = HealthStore.ReplicaCommit(
+            changes: changes, through: through, replacesAll: replacesAll, purgedAnchor: purgedAnchor)
+        held = try store.blocking { try $0.replicate(commit) }
+        status.stored(held)
+    }
+
+    private static func purgedAnchor(_ client: QueryClient) throws -> Int64 {
+        Int64(try client.stats()["purgedAnchor"] ?? 0)
+    }
+
+    static func anchored(_ changes: Changes) -> AnchoredChanges {
+        var anchored = AnchoredChanges()
+        (anchored.added, anchored.addedAnchors) = (changes.added, changes.addedAnchors)
+        (anchored.deleted, anchored.deletedAnchors) = (changes.deleted, changes.deletedAnchors)
+        return anchored
+    }
+}

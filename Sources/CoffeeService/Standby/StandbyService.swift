@@ -1,0 +1,58 @@
+import CoffeeLifecycle
+import CoffeeLogging
+import CoffeeTrackerClient
+import Foundation
+import HealthStore
+import Synchronization
+
+/// A standby's follower of its primary (`follow` in the configuration,
+/// PROTOCOL.md §11), in the group where a primary's inputs are: a follow
+/// loop on a thread of its own (its sockets and the store's commits block)
+/// that stores each change under the primary's anchor. It survives the
+/// primary's restarts by the loop's own resync; a refusal (a key without
+/// the `subscribe` or `read` role) is logged and tried again every 5 s.
+/// The drain stops the loop and waits for its last commit.
+public final class StandbyService: Service {
+    public var name: String { "standby" }
+    public let status: FollowStatus
+    private let follow: ServiceConfiguration.Follow
+    private let curve: ClientCurve?
+    private let store: HealthStore
+    private let logger: Logger
+
+    public init(follow: ServiceConfiguration.Follow, store: HealthStore, logger: Logger = Logger(label: "standby")) throws {
+        self.follow = follow
+        self.store = store
+        self.logger = logger
+        curve = try ClientCurve.from(keyFile: follow.keyFile, serverKey: follow.serverKey, discovered: nil)
+        status = FollowStatus(primary: follow.updates)
+    }
+
+    public func run() async throws {
+        let stopped = Atomic<Bool>(false)
+        let (ended, finished) = AsyncStream.makeStream(of: Void.self)
+        let (store, status, logger, follow, curve) = (store, status, logger, follow, curve)
+        let thread = Thread {
+            Thread.current.name = "standby"
+            defer { finished.finish() }
+            logger.notice("following the primary", metadata: ["query": "\(follow.query)", "updates": "\(follow.updates)"])
+            while !stopped.load(ordering: .relaxed) {
+                do {
+                    var loop = FollowLoop(
+                        target: try StandbyReplica(store: store, status: status, logger: logger),
+                        locate: { (follow.query, follow.updates) }, curve: curve, timeout: nil, requestTimeout: 5,
+                        stopped: { stopped.load(ordering: .relaxed) })
+                    try loop.run()
+                } catch {
+                    logger.error("cannot follow the primary; trying again in 5 s", metadata: ["error": "\(error)"])
+                    let until = ContinuousClock.now + .seconds(5)
+                    while !stopped.load(ordering: .relaxed), ContinuousClock.now < until { usleep(50_000) }
+                }
+            }
+        }
+        thread.start()
+        await gracefulShutdown()
+        stopped.store(true, ordering: .relaxed)
+        for await _ in ended {}
+    }
+}

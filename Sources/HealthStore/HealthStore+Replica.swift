@@ -1,0 +1,124 @@
+import CoffeeDomain
+import Foundation
+import Synchronization
+
+/// A standby's writing (PROTOCOL.md §11): the changes its primary made, each
+/// stored under the anchor the primary gave it, through the one commit path,
+/// so that a page that ends inside a commit means the same on both.
+extension HealthStore {
+    /// One commit of a standby.
+    public struct ReplicaCommit: Sendable, Hashable {
+        /// The primary's changes, each with its anchor (drinks and tombstones
+        /// apart, each in anchor order), as a `changes` message or page holds them.
+        public var changes: AnchoredChanges
+        /// The primary's anchor after them: that of the last change, or
+        /// beyond it (the last page of a read ends at the primary's anchor).
+        public var through: Int64
+        /// The changes are the primary's whole state at `through`: every
+        /// record held goes first (a standby that fell behind past the
+        /// primary's purge, or whose primary went back). Its anchors then
+        /// need not follow the store's.
+        public var replacesAll: Bool
+        /// The primary's purged anchor, when known: the store's becomes it.
+        public var purgedAnchor: Int64?
+
+        public init(changes: AnchoredChanges, through: Int64, replacesAll: Bool = false, purgedAnchor: Int64? = nil) {
+            self.changes = changes
+            self.through = through
+            self.replacesAll = replacesAll
+            self.purgedAnchor = purgedAnchor
+        }
+    }
+
+    /// Stores `commit` in one durable transaction and announces it to the
+    /// observers like any commit (a whole state without its changes: they
+    /// page through it, and the model rebuilds). Returns the store's anchor.
+    ///
+    /// - Throws: `StoreError.outOfOrder` when a change's anchor is not after
+    ///   the store's (or the changes are out of order), with nothing stored;
+    ///   `StoreError.unavailable` in a storage fault; `StoreError.closed`.
+    @discardableResult
+    public func replicate(_ commit: ReplicaCommit) throws -> Int64 {
+        switch writer.state {
+        case .writing: break
+        case .faulted(let reason): throw StoreError.unavailable(reason)
+        case .draining, .closed: throw StoreError.closed
+        }
+        let ordered = commit.changes.inAnchorOrder
+        if !commit.replacesAll {
+            var last = currentAnchor
+            for (anchor, _) in ordered {
+                guard anchor > last else { throw StoreError.outOfOrder(anchor, after: last) }
+                last = anchor
+            }
+            guard commit.through >= last else { throw StoreError.outOfOrder(commit.through, after: last) }
+            if ordered.isEmpty, commit.through == currentAnchor, commit.purgedAnchor ?? 0 <= purgedAnchor {
+                return currentAnchor  // nothing new
+            }
+        }
+        let now = Int64((configuration.clock.now().timeIntervalSince1970 * 1000).rounded())
+        let outcome = self.commit(arrived: ContinuousClock.now) { changes in
+            changes.anchors = []
+            if commit.replacesAll { try statements.deleteAllRecords() }
+            for (anchor, change) in ordered {
+                try statements.replicate(change, anchor: anchor, now: now)
+                changes.record(change, anchor: anchor, replacing: true)
+            }
+            if commit.replacesAll {
+                changes.carryNothing()
+                changes.replacesAll = true
+            }
+            // The anchor is kept in `meta` too: the last page may end past its last change.
+            changes.anchor = commit.through
+            try statements.setMeta("anchor", commit.through)
+            if let purged = commit.purgedAnchor, purged > purgedAnchor {
+                // Tombstones at or below it are the primary's purged ones (or
+                // hidden by it: a read from below is refused): they go here too.
+                try statements.purgeTombstones(through: purged)
+                try statements.setMeta("purged_anchor", purged)
+            }
+        }
+        switch outcome {
+        case .committed:
+            if let purged = commit.purgedAnchor { purgedAnchor = max(purgedAnchor, purged) }
+            return currentAnchor
+        case .storageFault(let reason):
+            storageFailed([], reason)
+            throw StoreError.unavailable(reason)
+        case .failed(let error): throw error
+        }
+    }
+
+    /// Runs `body` on the store's thread and waits for it, for a thread of
+    /// its own that may block (a standby's follower commits this way).
+    public nonisolated func blocking<T: Sendable>(_ body: @escaping @Sendable (isolated HealthStore) throws -> T) throws -> T {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<T, any Error>?>(nil)
+        executor.run {
+            let outcome = Result { try self.assumeIsolated { try body($0) } }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        return try result.withLock { $0! }.get()
+    }
+}
+
+extension AnchoredChanges {
+    /// Drinks and tombstones, each list in anchor order, merged into one.
+    public var inAnchorOrder: [(anchor: Int64, change: CommittedBatch.Change)] {
+        var merged: [(anchor: Int64, change: CommittedBatch.Change)] = []
+        merged.reserveCapacity(added.count + deleted.count)
+        var (a, d) = (0, 0)
+        while a < added.count || d < deleted.count {
+            if d == deleted.count || (a < added.count && addedAnchors[a] < deletedAnchors[d]) {
+                merged.append((addedAnchors[a], .added(added[a])))
+                a += 1
+            } else {
+                merged.append((deletedAnchors[d], .deleted(deleted[d])))
+                d += 1
+            }
+        }
+        return merged
+    }
+}

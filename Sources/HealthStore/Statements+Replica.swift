@@ -1,0 +1,49 @@
+import CoffeeDomain
+import Foundation
+import SQLite
+
+/// A standby's writes (PROTOCOL.md §11): each change as its primary made it.
+extension Statements {
+    /// Writes `change` under the primary's `anchor`, replacing any record of
+    /// its UUID whatever its version: the primary applied the rules already,
+    /// and the standby holds what the primary holds.
+    func replicate(_ change: CommittedBatch.Change, anchor: Int64, now: Int64) throws {
+        if replicaStatement == nil {
+            replicaStatement = try db.prepare(
+                """
+                INSERT INTO records(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms)
+                VALUES (?1, ?2, ?9, ?3, ?4, ?5, ?6, ?7, ?8)
+                ON CONFLICT(uuid) DO UPDATE SET
+                    version = excluded.version, deleted = excluded.deleted, anchor = excluded.anchor,
+                    date_ms = excluded.date_ms, mg = excluded.mg, type = excluded.type,
+                    source = excluded.source, changed_ms = excluded.changed_ms
+                """)
+        }
+        let s = replicaStatement!
+        switch change {
+        case .added(let drink):
+            try bindRecord(drink, anchor: anchor, now: now, to: s, from: 1)
+            try s.bind(9, Int64(0))
+        case .deleted(let tombstone):
+            try bind(tombstone.uuid, to: s, at: 1)
+            try s.bind(2, tombstone.version)
+            try s.bind(3, anchor)
+            for column: Int32 in 4...7 { try s.bindNull(column) }
+            try s.bind(8, now)
+            try s.bind(9, Int64(1))
+        }
+        try s.run()
+    }
+
+    /// Tombstones at or below `anchor` gone: a standby following its primary's purge.
+    func purgeTombstones(through anchor: Int64) throws {
+        let s = try db.prepare("DELETE FROM records WHERE deleted = 1 AND anchor <= ?1")
+        try s.bind(1, anchor)
+        try s.run()
+    }
+
+    /// Every record gone: a standby about to take its primary's whole state.
+    func deleteAllRecords() throws {
+        try db.execute("DELETE FROM records")
+    }
+}
