@@ -1,10 +1,10 @@
 # coffee-tracker — build, run and test on a fresh Debian machine (as root).
 SWIFT ?= swift
 CONFIG ?= config/coffee-tracker.json
-APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev pkg-config chromium chromium-driver
-PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client selenium
+APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev pkg-config chromium chromium-driver fuse3
+PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client selenium mfusepy
 
-.PHONY: all deps build release run test lint format unit integration pyenv bench bench-deps soak tsan fuzz install clean
+.PHONY: all deps build release run test lint format unit integration pyenv bench bench-deps soak powercut tsan fuzz install clean
 
 all: build
 
@@ -17,7 +17,7 @@ deps:
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
-	@python3 -c "import zmq, pytest, pytest_timeout, prometheus_client, selenium" 2>/dev/null || python3 -m pip install -q $(PY_PACKAGES)
+	@python3 -c "import zmq, pytest, pytest_timeout, prometheus_client, selenium, mfusepy" 2>/dev/null || python3 -m pip install -q $(PY_PACKAGES)
 	@command -v cc >/dev/null || command -v gcc >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc >/dev/null; }
 
 build: deps
@@ -65,9 +65,11 @@ bench: release bench-deps
 	python3 bench/health.py --out bench/health.json
 	python3 bench/relay.py --subscribers 1000 --out bench/relay.json
 	python3 bench/relay.py --subscribers 100 --out bench/relay-100.json
+	python3 bench/standby.py --out bench/standby.json
+	python3 bench/backup.py --out bench/backup.json
 
-## The baselines of bench/health.py: xmllint, unzip, healthkit-to-sqlite.
-BENCH_APT := libxml2-utils unzip
+## The baselines of bench/health.py (xmllint, unzip, healthkit-to-sqlite) and bench/backup.py (sqlite3).
+BENCH_APT := libxml2-utils unzip sqlite3
 bench-deps:
 	@for p in $(BENCH_APT); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
@@ -82,6 +84,13 @@ tsan: deps
 ROUNDS ?= 50
 soak: release
 	python3 Tests/soak/soak.py --binary .build/release/coffee-tracker --rounds $(ROUNDS)
+
+## Power cuts under mixed load, CUTS times (default 100): the data directory and
+## the inbox on a FUSE file system that loses what was not synced
+## (Tests/powercut/lazyfs.py), with the checks after each (needs /dev/fuse, as root).
+CUTS ?= 100
+powercut: release
+	python3 Tests/powercut/powercut.py --binary .build/release/coffee-tracker --cuts $(CUTS)
 
 ## libFuzzer targets for every reader of outside input, SECONDS each (default 60),
 ## seeded from Fuzz/corpus (nesting-heavy seeds: Fuzz/make_nesting_seeds.py);

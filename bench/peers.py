@@ -37,6 +37,14 @@ def build(out):
     return out / "loadgen", out / "peer_c"
 
 
+def run_loadgen(loadgen, ingest, updates, n, batch=1, rate=0, timeout=900):
+    """The shared load generator: `n` events on `ingest`, each timed to its
+    `changes` on `updates`; its JSON summary."""
+    p = subprocess.run([str(loadgen), ingest, updates, str(n), str(batch), str(rate)], capture_output=True, text=True,
+                       timeout=timeout)
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
 def cpu_seconds(pid):
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

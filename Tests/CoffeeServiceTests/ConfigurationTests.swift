@@ -126,6 +126,23 @@ struct ConfigurationTests {
     /// The file is read by the service's own strict JSON reader, and a
     /// syntax error says where, as a person editing the file counts: line
     /// and column.
+    /// A standby's connections to its primary are plaintext without
+    /// follow.serverKey, whatever security.curve says of the service's own
+    /// endpoints, and then, off loopback, refused as §6 refuses any.
+    @Test func aStandbysFollowIsPlaintextWithoutTheServerKey() throws {
+        let remote = #"{"query": "tcp://primary.example:5557", "updates": "tcp://primary.example:5556""#
+        let curve = #""security": {"curve": {"secretKeyFile": "s", "clientsDirectory": "k"}}"#
+        for (json, plaintext) in [
+            (#"{"follow": \#(remote)}}"#, true), (#"{"follow": \#(remote)}, \#(curve)}"#, true),
+            (#"{"follow": \#(remote), "serverKey": "\#(String(repeating: "A", count: 40))"}, \#(curve)}"#, false),
+        ] {
+            let c = try parse(json)
+            let keys = SecuritySetup.plaintextEndpoints(c, curve: c.security.curve != nil).map(\.key)
+            #expect(keys.contains("follow.query") == plaintext && keys.contains("follow.updates") == plaintext, "\(json)")
+            #expect(keys.filter { $0.hasPrefix("follow.") }.count == (plaintext ? 2 : 0), "\(json)")
+        }
+    }
+
     @Test func syntaxErrorsGiveLineAndColumn() {
         let text = """
             {

@@ -40,7 +40,8 @@ struct ReplicaTests {
         }
     }
 
-    @Test func pagesReadFromThePrimaryMakeAnEqualStore() async throws {
+    /// A primary and a standby, each a new store in a folder of its own, closed and removed after `body`.
+    func withTwoStores(_ body: (HealthStore, HealthStore) async throws -> Void) async throws {
         let dirs = (TemporaryDirectory(), TemporaryDirectory())
         defer {
             dirs.0.cleanup()
@@ -48,55 +49,54 @@ struct ReplicaTests {
         }
         let primary = try openStore(dirs.0)
         let standby = try openStore(dirs.1)
-        try await randomCommits(primary, count: 300, seed: 11)
-        // As a follower reads: small pages from 0, each ending inside a commit.
-        var anchor: Int64 = 0
-        while true {
-            let page = try await primary.changes(since: anchor, limit: 7)
-            try await standby.replicate(.init(changes: page.anchored, through: page.anchor))
-            anchor = page.anchor
-            if !page.hasMore { break }
-        }
-        let (a, b) = (try await everything(primary), try await everything(standby))
-        #expect(b == a)
-        #expect(a.deleted.count > 10 && a.added.count > 100)
-        #expect(await standby.anchor == primary.anchor)
+        try await body(primary, standby)
         await primary.close()
         await standby.close()
     }
 
+    @Test func pagesReadFromThePrimaryMakeAnEqualStore() async throws {
+        try await withTwoStores { primary, standby in
+            try await randomCommits(primary, count: 300, seed: 11)
+            // As a follower reads: small pages from 0, each ending inside a commit.
+            var anchor: Int64 = 0
+            while true {
+                let page = try await primary.changes(since: anchor, limit: 7)
+                try await standby.replicate(.init(changes: page.anchored, through: page.anchor))
+                anchor = page.anchor
+                if !page.hasMore { break }
+            }
+            let (a, b) = (try await everything(primary), try await everything(standby))
+            #expect(b == a)
+            #expect(a.deleted.count > 10 && a.added.count > 100)
+            #expect(await standby.anchor == primary.anchor)
+        }
+    }
+
     @Test func commitsAnnouncedByThePrimaryMakeAnEqualStoreThatAnnouncesTheSame() async throws {
-        let dirs = (TemporaryDirectory(), TemporaryDirectory())
-        defer {
-            dirs.0.cleanup()
-            dirs.1.cleanup()
+        try await withTwoStores { primary, standby in
+            let announced = await CommitRecorder(primary)
+            let relayed = await CommitRecorder(standby)
+            try await randomCommits(primary, count: 200, seed: 12)
+            // As a `changes` message carries each commit: resolved, each change with its anchor.
+            for batch in announced.batches {
+                try await standby.replicate(.init(changes: batch.resolved(), through: batch.anchor))
+            }
+            #expect(try await everything(standby) == everything(primary))
+            // The standby's own announcements chain, and say what the primary's said.
+            let mine = relayed.batches
+            #expect(mine.map(\.anchor) == announced.batches.map(\.anchor))
+            #expect(mine.map(\.previousAnchor) == announced.batches.map(\.previousAnchor))
+            #expect(mine.map { $0.resolved() } == announced.batches.map { $0.resolved() })
+            // Split into pages, a standby's commit chains by its own anchors.
+            for batch in mine where batch.log.count > 2 {
+                let pages = batch.pages(of: 2)
+                #expect(pages.first?.previousAnchor == batch.previousAnchor && pages.last?.anchor == batch.anchor)
+                for (page, next) in zip(pages, pages.dropFirst()) { #expect(next.previousAnchor == page.anchor) }
+                #expect(
+                    pages.flatMap { $0.resolved().addedAnchors + $0.resolved().deletedAnchors }.sorted()
+                        == (batch.resolved().addedAnchors + batch.resolved().deletedAnchors).sorted())
+            }
         }
-        let primary = try openStore(dirs.0)
-        let standby = try openStore(dirs.1)
-        let announced = await CommitRecorder(primary)
-        let relayed = await CommitRecorder(standby)
-        try await randomCommits(primary, count: 200, seed: 12)
-        // As a `changes` message carries each commit: resolved, each change with its anchor.
-        for batch in announced.batches {
-            try await standby.replicate(.init(changes: batch.resolved(), through: batch.anchor))
-        }
-        #expect(try await everything(standby) == everything(primary))
-        // The standby's own announcements chain, and say what the primary's said.
-        let mine = relayed.batches
-        #expect(mine.map(\.anchor) == announced.batches.map(\.anchor))
-        #expect(mine.map(\.previousAnchor) == announced.batches.map(\.previousAnchor))
-        #expect(mine.map { $0.resolved() } == announced.batches.map { $0.resolved() })
-        // Split into pages, a standby's commit chains by its own anchors.
-        for batch in mine where batch.log.count > 2 {
-            let pages = batch.pages(of: 2)
-            #expect(pages.first?.previousAnchor == batch.previousAnchor && pages.last?.anchor == batch.anchor)
-            for (page, next) in zip(pages, pages.dropFirst()) { #expect(next.previousAnchor == page.anchor) }
-            #expect(
-                pages.flatMap { $0.resolved().addedAnchors + $0.resolved().deletedAnchors }.sorted()
-                    == (batch.resolved().addedAnchors + batch.resolved().deletedAnchors).sorted())
-        }
-        await primary.close()
-        await standby.close()
     }
 
     @Test func aChangeNotAfterTheStoresAnchorIsRefusedWithNothingStored() async throws {
@@ -126,29 +126,22 @@ struct ReplicaTests {
     }
 
     @Test func aWholeStateReplacesWhatWasHeldAndTheModelIsToldToRebuild() async throws {
-        let dirs = (TemporaryDirectory(), TemporaryDirectory())
-        defer {
-            dirs.0.cleanup()
-            dirs.1.cleanup()
+        try await withTwoStores { primary, standby in
+            try await randomCommits(primary, count: 50, seed: 13)
+            try await randomCommits(standby, count: 80, seed: 14)  // what it held before: all of it goes
+            let recorder = await CommitRecorder(standby)
+            let before = await standby.anchor
+            let state = try await everything(primary)
+            try await standby.replicate(.init(changes: state.anchored, through: state.anchor, replacesAll: true, purgedAnchor: 3))
+            #expect(await standby.statistics().purgedAnchor == 3)
+            #expect(try await standby.changes(since: 3, limit: 1_000_000) == primary.changes(since: 3, limit: 1_000_000))
+            #expect(try await standby.changes(since: nil, limit: 1_000_000) == primary.changes(since: nil, limit: 1_000_000))
+            await #expect(throws: StoreError.anchorExpired(requested: 2, purged: 3)) {
+                try await standby.changes(since: 2, limit: 10)
+            }
+            let batch = try #require(recorder.batches.last)
+            #expect(batch.replacesAll && !batch.isComplete && batch.log.isEmpty)
+            #expect(batch.previousAnchor == before && batch.anchor == state.anchor)
         }
-        let primary = try openStore(dirs.0)
-        let standby = try openStore(dirs.1)
-        try await randomCommits(primary, count: 50, seed: 13)
-        try await randomCommits(standby, count: 80, seed: 14)  // what it held before: all of it goes
-        let recorder = await CommitRecorder(standby)
-        let before = await standby.anchor
-        let state = try await everything(primary)
-        try await standby.replicate(.init(changes: state.anchored, through: state.anchor, replacesAll: true, purgedAnchor: 3))
-        #expect(await standby.statistics().purgedAnchor == 3)
-        #expect(try await standby.changes(since: 3, limit: 1_000_000) == primary.changes(since: 3, limit: 1_000_000))
-        #expect(try await standby.changes(since: nil, limit: 1_000_000) == primary.changes(since: nil, limit: 1_000_000))
-        await #expect(throws: StoreError.anchorExpired(requested: 2, purged: 3)) {
-            try await standby.changes(since: 2, limit: 10)
-        }
-        let batch = try #require(recorder.batches.last)
-        #expect(batch.replacesAll && !batch.isComplete && batch.log.isEmpty)
-        #expect(batch.previousAnchor == before && batch.anchor == state.anchor)
-        await primary.close()
-        await standby.close()
     }
 }

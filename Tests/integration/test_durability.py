@@ -189,3 +189,29 @@ def test_each_dead_letter_is_synced_before_it_counts_as_rejected(folder, sync_co
         pub.close()
     finally:
         s.stop()
+
+
+def test_a_new_dead_letter_file_has_its_name_synced_before_the_rejection_counts(folder, sync_counter):
+    """A file's name is durable only once its folder is synced: the first
+    rejection, which creates data/rejected.jsonl, syncs data/ after the file
+    and before `rejected` counts it (a power cut found this one)."""
+    s, log = counted_service(folder, sync_counter)
+    try:
+        time.sleep(1.0)  # the start's own writes (endpoints.json, the model cache) are done
+        mark = len(log.read_text().splitlines())
+        pub = s.context.socket(zmq.PUB)
+        pub.setsockopt(zmq.LINGER, 0)
+        pub.connect(s.endpoints["ingest"][0])
+        deadline = time.time() + 10
+        while s.request({"op": "stats"})["rejected"] < 1:  # sent again past the slow joiner
+            assert time.time() < deadline, "the bad message was never rejected"
+            pub.send_multipart([b"drink.add", b'{"uuid": "not a uuid"}'])
+            time.sleep(0.05)
+        lines = [line.split(" ", 1)[1].rsplit(" ", 1) for line in log.read_text().splitlines()[mark:]]
+        paths = [path for path, result in lines if result == "0"]
+        data = str(s.data.resolve())
+        first = next(i for i, p in enumerate(paths) if p.endswith("/data/rejected.jsonl"))
+        assert data in paths[first + 1:], f"data/ was not synced after the dead-letter file was created: {paths}"
+        pub.close()
+    finally:
+        s.stop()

@@ -37,12 +37,24 @@ def drink():
 
 
 class Soak:
-    def __init__(self, binary, folder):
+    """The service under mixed load, stopped at random, and the checks after
+    each restart. `data` and `inbox` may lie elsewhere (on the power-cut
+    file system of Tests/powercut); the sockets and the configuration stay
+    in `folder`."""
+
+    def __init__(self, binary, folder, data=None, inbox=None, sync_drops=False):
         self.binary = binary
         self.folder = Path(folder)
+        self.data = Path(data) if data else self.folder / "data"
+        self.inbox = Path(inbox) if inbox else self.folder / "inbox"
+        # Files are dropped durably (fsynced, and the inbox after the rename), as a power cut needs.
+        self.sync_drops = sync_drops
+        # The load's shape: seconds between bus events, and whether the bus is all there is.
+        self.bus_interval = 0.0005
+        self.bus_only = False
         self.config = self.folder / "config.json"
         self.config.write_text(json.dumps({
-            "dataDirectory": "data", "inboxDirectory": "inbox",
+            "dataDirectory": str(self.data), "inboxDirectory": str(self.inbox),
             "ingest": {"bind": [f"ipc://{self.folder}/in"]}, "updates": {"bind": [f"ipc://{self.folder}/up"]},
             "query": {"bind": [f"ipc://{self.folder}/q"]}, "http": {"bind": "127.0.0.1:0"}, "model": {"timeZone": "UTC"},
             "inbox": {"sweepIntervalS": 1}, "log": {"level": "warning"}}))
@@ -87,6 +99,9 @@ class Soak:
 
         def adds():
             while not stop.is_set():
+                if self.bus_only:
+                    time.sleep(0.01)
+                    continue
                 batch = [drink() for _ in range(random.randint(1, 8))]
                 try:
                     reply = self.request({"op": "add", "drinks": batch}, timeout_ms=500)
@@ -105,31 +120,63 @@ class Soak:
             while not stop.is_set():
                 pub.send_multipart([b"drink.add", json.dumps(drink()).encode()])
                 self.stats["bus"] += 1
-                time.sleep(0.0005)
+                time.sleep(self.bus_interval)
             pub.close()
 
         def files():
-            inbox = self.folder / "inbox"
+            inbox = self.inbox
             while not stop.is_set():
-                if inbox.exists():
+                try:
+                    ready = inbox.exists()
+                except OSError:
+                    ready = False  # the file system was cut
+                if ready and not self.bus_only:
                     name = f"soak-{uuid.uuid4().hex[:12]}.json"
                     drinks = [drink() for _ in range(random.randint(1, 50))]
-                    tmp = self.folder / ("." + name)
-                    tmp.write_text(json.dumps(drinks))
-                    os.rename(tmp, inbox / name)
+                    try:
+                        self.drop(name, json.dumps(drinks).encode())
+                    except OSError:
+                        continue  # the file system was cut under it: not dropped
                     self.files[name] = [d["uuid"] for d in drinks]
                     self.stats["files"] += 1
                 time.sleep(0.05)
 
-        threads = [threading.Thread(target=f, daemon=True) for f in (adds, bus, files)]
+        threads = [threading.Thread(target=f, daemon=True) for f in (adds, bus, files) + self.more_load(stop)]
         for t in threads:
             t.start()
         time.sleep(seconds)
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
+        self.stop_abruptly()
         stop.set()
         for t in threads:
             t.join(timeout=10)
+
+    def more_load(self, stop):
+        """Load threads a subclass adds (deletions, rejected messages, a subscriber)."""
+        return ()
+
+    def stop_abruptly(self):
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop_cleanly(self):
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=60)
+
+    def drop(self, name, content):
+        """Writes beside the inbox, then renames in (PROTOCOL.md §5); durably with `sync_drops`."""
+        tmp = self.inbox.parent / ("." + name)
+        with open(tmp, "wb") as f:
+            f.write(content)
+            if self.sync_drops:
+                f.flush()
+                os.fsync(f.fileno())
+        os.rename(tmp, self.inbox / name)
+        if self.sync_drops:
+            fd = os.open(self.inbox, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def changes(self):
         added, deleted, anchor = [], [], None
@@ -145,8 +192,7 @@ class Soak:
     def check(self, round_number):
         # Which files were in processed/ before the store is read: the service
         # goes on importing meanwhile, and a file moves only after its commit.
-        inbox = self.folder / "inbox"
-        processed = {name for name in self.files if (inbox / "processed" / name).exists()}
+        processed = self.processed_files()
         added, anchor = self.changes()
         stored = {d["uuid"] for d in added}
         lost = self.acknowledged - stored
@@ -157,13 +203,23 @@ class Soak:
         self.max_anchor = anchor
         if len(added) != len(stored):
             raise SystemExit(f"round {round_number}: changes from null lists {len(added) - len(stored)} UUIDs twice")
+        self.check_files(round_number, processed, stored)
+        return anchor
+
+    def processed_files(self):
+        return {name for name in self.files if (self.inbox / "processed" / name).exists()}
+
+    def check_files(self, round_number, processed, stored):
+        """Every file dropped is in exactly one of the inbox, processed/ and
+        failed/; one in processed/ had its drinks stored (`stored`: UUIDs)."""
         for name, drinks in self.files.items():
-            places = [inbox / name, inbox / "processed" / name, inbox / "failed" / name]
-            if not any(p.exists() for p in places):
-                raise SystemExit(f"round {round_number}: inbox file {name} is gone")
+            places = [p for p in (self.inbox / name, self.inbox / "processed" / name, self.inbox / "failed" / name)
+                      if p.exists()]
+            if len(places) != 1:
+                where = ", ".join(str(p.parent.name) for p in places) or "nowhere"
+                raise SystemExit(f"round {round_number}: inbox file {name} is in {where}, not in exactly one place")
             if name in processed and not set(drinks) <= stored:
                 raise SystemExit(f"round {round_number}: {name} is in processed/ but its drinks are not all stored")
-        return anchor
 
 
 def main():
@@ -194,8 +250,7 @@ def run(soak, args):
                   f" {soak.stats['bus']} bus messages, {soak.stats['files']} files", file=sys.stderr, flush=True)
     soak.start()
     anchor = soak.check(args.rounds + 1)
-    soak.process.send_signal(signal.SIGTERM)
-    soak.process.wait(timeout=60)
+    soak.stop_cleanly()
     restarts = sorted(soak.stats["restart_s"])
     print(f"soak: {args.rounds} rounds of SIGKILL in {time.time() - started:.0f} s: "
           f"{soak.stats['adds']} acknowledged adds ({soak.stats['acked_drinks']} drinks), {soak.stats['bus']} bus messages, "

@@ -92,6 +92,10 @@ public final class DeadLetterFile: Sendable {
             do throws(SystemCallError) {
                 try Syscall.writeAll(fd, buffer, detail: path)
                 try Syscall.call("fsync", path) { fsync(fd) }
+                // A file empty until now may have just been created: its name is
+                // durable only once its folder is synced (a power cut keeps no
+                // unsynced name; Tests/powercut found this one).
+                if info.st_size == 0 { try DurableFile.syncFolder((path as NSString).deletingLastPathComponent) }
             } catch {
                 failure = error
             }

@@ -116,14 +116,22 @@ public struct SecuritySetup: Sendable {
 
     /// Whether a `tcp://host:port` endpoint is on loopback (127.0.0.0/8, ::1, localhost).
     /// Plaintext is for one machine: every TCP endpoint without CURVE (all
-    /// of ZeroMQ's without security.curve, and connects without a
-    /// serverKey), and the HTTP endpoint always (it serves health data:
+    /// of ZeroMQ's without security.curve, and connects and a standby's
+    /// `follow` without a serverKey), and the HTTP endpoint always (it serves health data:
     /// the live page, the picture, the events and the metrics).
     static func plaintextEndpoints(_ configuration: ServiceConfiguration, curve: Bool) -> [(key: String, endpoint: String)] {
         var plaintext = configuration.ingest.connect.filter { !curve || $0.serverKey == nil }.map {
             (key: "ingest.connect", endpoint: $0.endpoint)
         }
-        if !curve { plaintext += configuration.tcpEndpoints.filter { $0.key != "ingest.connect" } }
+        // A standby's connections to its primary are CURVE only with follow.serverKey.
+        if let follow = configuration.follow, follow.serverKey == nil {
+            plaintext += [(key: "follow.query", endpoint: follow.query), (key: "follow.updates", endpoint: follow.updates)]
+        }
+        if !curve {
+            plaintext += configuration.tcpEndpoints.filter {
+                !["ingest.connect", "follow.query", "follow.updates"].contains($0.key)
+            }
+        }
         if let http = configuration.http.bind { plaintext.append((key: "http.bind", endpoint: "tcp://" + http)) }
         return plaintext.filter { $0.endpoint.hasPrefix("tcp://") }
     }

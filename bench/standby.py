@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""The standby (PROTOCOL.md §11), beside its primary in the same invocation:
+
+1. Lag at 1,000 events/s: the shared load generator publishes on the
+   primary's bus at 1,000 events/s for 20 s and measures each event's way to
+   the primary's own `changes` (the baseline), then, in a second run, to
+   the standby's `changes`. During that run a reader of both feeds takes,
+   for each anchor the primary published, the time until the standby
+   published an anchor at or past it: the lag the standby adds.
+2. Catch-up: a primary given 1,000,000 changes at full speed (its ingest
+   rate is the baseline), then a new standby started from nothing: the
+   time until it holds the primary's anchor, as changes per second.
+
+Release build, loopback, ipc:// endpoints in a scratch folder."""
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import zmq
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "clients" / "python"))
+from consumers import Service  # noqa: E402
+from peers import build, run_loadgen  # noqa: E402
+
+
+def percentile(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * q))] if values else None
+
+
+def standby_of(binary, folder, primary):
+    return Service(binary, folder, {"follow": {"query": f"ipc://{primary.folder}/q", "updates": f"ipc://{primary.folder}/up"}})
+
+
+def loadgen_run(loadgen, primary, updates, n, rate):
+    return run_loadgen(loadgen, f"ipc://{primary.folder}/in", updates, n, rate=rate)
+
+
+def lag(binary, loadgen, folder, rate, seconds):
+    primary = Service(binary, folder / "primary-lag")
+    standby = standby_of(binary, folder / "standby-lag", primary)
+    try:
+        n = int(rate * seconds)
+        baseline = loadgen_run(loadgen, primary, f"ipc://{primary.folder}/up", n, rate)
+        seen = {"primary": {}, "standby": []}
+        stop = threading.Event()
+
+        def read():
+            context = zmq.Context.instance()
+            socks = {}
+            for name, service in (("primary", primary), ("standby", standby)):
+                s = context.socket(zmq.SUB)
+                s.setsockopt(zmq.SUBSCRIBE, b"changes")
+                s.setsockopt(zmq.RCVHWM, 0)
+                s.connect(f"ipc://{service.folder}/up")
+                socks[s] = name
+            poller = zmq.Poller()
+            for s in socks:
+                poller.register(s, zmq.POLLIN)
+            while not stop.is_set():
+                for s, _ in poller.poll(100):
+                    _, body = s.recv_multipart()
+                    at = time.monotonic()
+                    anchor = json.loads(body)["anchor"]
+                    if socks[s] == "primary":
+                        seen["primary"][anchor] = at
+                    else:
+                        seen["standby"].append((anchor, at))
+            for s in socks:
+                s.close(0)
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        time.sleep(0.5)
+        via_standby = loadgen_run(loadgen, primary, f"ipc://{standby.folder}/up", n, rate)
+        time.sleep(1.0)
+        stop.set()
+        reader.join(10)
+        lags = []
+        standby_seen = sorted(seen["standby"])
+        j = 0
+        for anchor, at in sorted(seen["primary"].items()):
+            while j < len(standby_seen) and standby_seen[j][0] < anchor:
+                j += 1
+            if j < len(standby_seen):
+                lags.append((standby_seen[j][1] - at) * 1000)
+        stats = standby.client.stats()
+        return {"rate": rate, "events": n, "primary_end_to_end": baseline, "via_standby_end_to_end": via_standby,
+                "standby_lag_ms": {"samples": len(lags), "p50": percentile(lags, 0.5), "p99": percentile(lags, 0.99),
+                                   "max": max(lags) if lags else None},
+                "standby_commits": stats.get("commits"), "standby_in_step": stats["anchor"] == primary.client.ping()}
+    finally:
+        standby.stop()
+        primary.stop()
+
+
+def catch_up(binary, loadgen, folder, n):
+    primary = Service(binary, folder / "primary-catch-up")
+    try:
+        ingest = loadgen_run(loadgen, primary, f"ipc://{primary.folder}/up", n, 0)
+        target = primary.client.ping()
+        started = time.monotonic()
+        standby = standby_of(binary, folder / "standby-catch-up", primary)
+        try:
+            while standby.client.ping() < target:
+                assert time.monotonic() - started < 900, "the standby did not catch up in 15 minutes"
+                time.sleep(0.05)
+            seconds = time.monotonic() - started
+            return {"changes": target, "primary_ingest_per_s": ingest["events_per_s"], "standby_catch_up_s": seconds,
+                    "standby_per_s": target / seconds, "ratio": target / seconds / ingest["events_per_s"]}
+        finally:
+            standby.stop()
+    finally:
+        primary.stop()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binary", default=str(ROOT / ".build/release/coffee-tracker"))
+    parser.add_argument("--rate", type=float, default=1000)
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--changes", type=int, default=1_000_000)
+    parser.add_argument("--out", default=str(ROOT / "bench/standby.json"))
+    args = parser.parse_args()
+    loadgen, _ = build(ROOT / ".build/peers")
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="ct-standby-") as d:
+        print(f"standby: lag at {args.rate:.0f} events/s", file=sys.stderr, flush=True)
+        results["lag"] = lag(args.binary, loadgen, Path(d), args.rate, args.seconds)
+        print(json.dumps(results["lag"]), flush=True)
+        print(f"standby: catch-up from {args.changes} changes behind", file=sys.stderr, flush=True)
+        results["catch_up"] = catch_up(args.binary, loadgen, Path(d), args.changes)
+        print(json.dumps(results["catch_up"]), flush=True)
+    Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
