@@ -34,8 +34,13 @@ def percentile(values, q):
     return values[min(len(values) - 1, int(len(values) * q))] if values else None
 
 
+def service(binary, folder, extra=None):
+    folder.mkdir(parents=True, exist_ok=True)
+    return Service(binary, folder, extra)
+
+
 def standby_of(binary, folder, primary):
-    return Service(binary, folder, {"follow": {"query": f"ipc://{primary.folder}/q", "updates": f"ipc://{primary.folder}/up"}})
+    return service(binary, folder, {"follow": {"query": f"ipc://{primary.folder}/q", "updates": f"ipc://{primary.folder}/up"}})
 
 
 def loadgen_run(loadgen, primary, updates, n, rate):
@@ -43,7 +48,7 @@ def loadgen_run(loadgen, primary, updates, n, rate):
 
 
 def lag(binary, loadgen, folder, rate, seconds):
-    primary = Service(binary, folder / "primary-lag")
+    primary = service(binary, folder / "primary-lag")
     standby = standby_of(binary, folder / "standby-lag", primary)
     try:
         n = int(rate * seconds)
@@ -101,7 +106,7 @@ def lag(binary, loadgen, folder, rate, seconds):
 
 
 def catch_up(binary, loadgen, folder, n):
-    primary = Service(binary, folder / "primary-catch-up")
+    primary = service(binary, folder / "primary-catch-up")
     try:
         ingest = loadgen_run(loadgen, primary, f"ipc://{primary.folder}/up", n, 0)
         target = primary.client.ping()

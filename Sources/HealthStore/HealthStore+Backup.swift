@@ -14,9 +14,11 @@ public struct BackupResult: Sendable, Equatable {
 }
 
 extension HealthStore {
-    /// Pages copied per step of a backup: 1,024 pages of 4 KiB, a few
-    /// milliseconds of the store's thread, after which queued commits run.
-    public static let backupStepPages: Int32 = 1024
+    /// Pages copied per step of a backup: 128 pages of 4 KiB, about a
+    /// millisecond of the store's thread, after which queued commits run
+    /// (1,024 made the 1k/s median 9 ms during back-to-back backups of a
+    /// 1M-drink store, 128 makes it 2-3 ms, at the same copy rate).
+    public static let backupStepPages: Int32 = 128
 
     /// Writes a consistent copy of the store to `path`, which must not
     /// exist, while the store goes on taking commits.
@@ -63,7 +65,14 @@ extension HealthStore {
         try target.execute("PRAGMA journal_mode = OFF")
         try target.execute("PRAGMA synchronous = OFF")
         let backup = try OnlineBackup(from: db, into: target)
+        // Written back as it goes (POSIX_FADV_DONTNEED starts the write-back
+        // of what is dirty and waits for none of it): otherwise the
+        // whole copy reaches the disk in the seal's one fsync, and every
+        // commit's fsync meanwhile waits behind it.
+        let writeBack = open(partial, O_RDONLY | O_CLOEXEC)
+        defer { if writeBack >= 0 { Syscall.close(writeBack) } }
         while try !backup.step(pages: Self.backupStepPages) {
+            if writeBack >= 0 { _ = posix_fadvise(writeBack, 0, 0, POSIX_FADV_DONTNEED) }
             await Task.yield()
             guard self.db != nil else { throw StoreError.closed }
         }
