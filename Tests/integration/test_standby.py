@@ -6,6 +6,7 @@ writes with `read_only`, tells its lag, serves its own update feed, takes
 the primary's whole state once the primary purged past it, and, promoted
 by a restart without `follow`, takes writes and continues the anchors."""
 import json
+import shutil
 import signal
 import time
 import urllib.request
@@ -205,3 +206,38 @@ def test_a_promoted_standby_takes_writes_and_continues_the_anchors(pair):
     after, after_tombstones, _ = everything(standby)
     assert after[:-1] == drinks and after_tombstones == tombstones and after[-1]["anchor"] == anchor + 1
     assert standby.endpoints["ingest"], "a promoted standby takes bus events again"
+
+
+def test_a_standby_follows_a_primary_under_curve_with_a_key_of_its_own(folder):
+    """Under the primary's security.curve the standby is its client
+    (follow.serverKey, follow.keyFile): with the subscribe and read roles it
+    follows; with read alone the update feed refuses it, and it says so."""
+    from test_security import Secured, keygen
+    sec = Secured(folder)
+    primary = sec.start()
+    some_changes(primary)
+    keygen(sec.mine / "standby", "--roles", "subscribe,read")
+    keygen(sec.mine / "lookout", "--roles", "read")
+    for name in ("standby", "lookout"):
+        shutil.copy(sec.mine / f"{name}.key", sec.clients)
+    primary.process.send_signal(signal.SIGHUP)  # the clients directory read again
+    time.sleep(1.0)
+
+    def standby_with(name):
+        return Service(Path(folder) / name, {"follow": {
+            "query": primary.query_endpoint, "updates": primary.endpoints["updates"][0],
+            "serverKey": primary.server_key, "keyFile": str(sec.mine / f"{name}.key_secret")}}).start()
+
+    standby = standby_with("standby")
+    lookout = standby_with("lookout")
+    try:
+        in_step(primary, standby)
+        assert "no word from the primary" not in standby.log_path.read_text()
+        # Refused on the update feed without a word, it says so, and keeps up by its reads alone.
+        wait_until(lambda: "needs the subscribe role" in lookout.log_path.read_text(), timeout=30,
+                   what="the standby without the subscribe role to say what it lacks")
+        in_step(primary, lookout)
+    finally:
+        lookout.stop()
+        standby.stop()
+        primary.stop()

@@ -18,6 +18,8 @@ struct StandbyReplica: FeedTarget {
     /// Messages applied since the last commit, and the anchor they reach.
     private var pending: [(anchor: Int64, change: CommittedBatch.Change)] = []
     private var pendingThrough: Int64?
+    /// The update feed has been silent since the last word from it.
+    private var silent = false
     /// A read's page, and the most changes one commit of messages holds.
     static let page = 5000
     /// A standby commits each burst at once.
@@ -70,7 +72,21 @@ struct StandbyReplica: FeedTarget {
         try commit(changes, through: through)
     }
 
-    mutating func heard(anchor: Int64) { status.heard(anchor) }
+    mutating func heard(anchor: Int64) {
+        status.heard(anchor)
+        silent = false
+    }
+
+    /// The update feed went silent: said once, until it speaks again. (Under
+    /// CURVE a key without the `subscribe` role is refused there without a
+    /// word, while its reads go on working.)
+    mutating func lost() {
+        guard !silent else { return }
+        silent = true
+        logger.warning(
+            "no word from the primary's update feed; resyncing from its query endpoint (under CURVE this standby's key needs the subscribe role)",
+            metadata: ["updates": "\(status.primary)"])
+    }
 
     /// The primary's whole state: every live drink (read from null), and
     /// every change after its purged anchor (its tombstones), each UUID at
