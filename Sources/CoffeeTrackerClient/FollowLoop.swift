@@ -102,12 +102,17 @@ public struct FollowLoop<Target: FeedTarget> {
                 reachable = .now
                 needSync = false
             }
-            if unsettled {
+            // A burst is read without a poll per message: the next one, if it is there.
+            var frames = try Self.next(socket)
+            if frames == nil, unsettled {
                 // Nothing more ready, and a settle interval since the last:
                 // settle. Less than that: wait out the rest for more changes.
                 let rest = lastSettled + Target.settleInterval - .now
                 let waitMs = rest > .zero ? Int(rest.components.attoseconds / 1_000_000_000_000_000) + 1 : 0
-                if try ZMQSocket.poll([.socket(socket)], timeoutMs: waitMs).first != true {
+                if waitMs > 0, try ZMQSocket.poll([.socket(socket)], timeoutMs: waitMs).first == true {
+                    frames = try Self.next(socket)
+                }
+                if frames == nil {
                     do {
                         try target.settled()
                     } catch {
@@ -115,19 +120,19 @@ public struct FollowLoop<Target: FeedTarget> {
                     }
                     lastSettled = .now
                     unsettled = false
+                    if needSync { continue }
                 }
             }
             let silence = max(3 * heartbeatInterval, 1)
             // Short polls, so that a stop is noticed; silence is counted across them.
             let deadline = ContinuousClock.now + .milliseconds(Int64(silence * 1000))
-            var frames: [Data]?
             while frames == nil, !stopped(), ContinuousClock.now < deadline {
                 if try ZMQSocket.poll([.socket(socket)], timeoutMs: 200).first == true {
-                    frames = try socket.receive(dontWait: true)
+                    frames = try Self.next(socket)
                 }
             }
             if stopped() { break }
-            guard let frames, frames.count == 2 else {
+            guard let frames, case .message(let topic, let body) = frames else {
                 // Silence: the service restarted (perhaps elsewhere) or the
                 // network went away. Reconnect, and resync from here.
                 try giveUpAfter(reachable)
@@ -138,10 +143,8 @@ public struct FollowLoop<Target: FeedTarget> {
                 continue
             }
             reachable = .now
-            let topic = String(decoding: frames[0], as: UTF8.self)
-            if topic == "changes" {
-                // Read in place: every message at full speed comes this way.
-                guard let changes = try? frames[1].withUnsafeBytes({ try Changes(json: $0) }) else {
+            if case .changes(let read) = body {
+                guard let changes = read else {
                     needSync = true  // a message it cannot read may have held a change
                     continue
                 }
@@ -159,8 +162,7 @@ public struct FollowLoop<Target: FeedTarget> {
                 }
                 continue
             }
-            guard let message = try? JSONReader.parse(frames[1]), let anchor = try? message.member("anchor").integer()
-            else { continue }
+            guard case .other(let message?) = body, let anchor = try? message.member("anchor").integer() else { continue }
             target.heard(anchor: anchor)
             switch topic {
             case "model":
@@ -182,6 +184,29 @@ public struct FollowLoop<Target: FeedTarget> {
             }
         }
         if unsettled { try? target.settled() }
+    }
+
+    /// A message as read: `changes` decoded in place from ZeroMQ's buffer
+    /// (nil when it cannot be read), any other topic's body as JSON.
+    enum Incoming {
+        case message(topic: String, Body)
+        /// Not two frames.
+        case malformed
+    }
+
+    enum Body {
+        case changes(Changes?)
+        case other(JSONValue?)
+    }
+
+    /// The next message if one is there, read without copying its frames.
+    static func next(_ socket: ZMQSocket) throws -> Incoming? {
+        try socket.receive(dontWait: true) { frames -> Incoming in
+            guard frames.count == 2 else { return .malformed }
+            let topic = String(decoding: frames[0], as: UTF8.self)
+            if topic == "changes" { return .message(topic: topic, .changes(try? Changes(json: frames[1]))) }
+            return .message(topic: topic, .other(try? JSONReader.parse(frames[1])))
+        }
     }
 
     /// After a failed resync: a moment before the next, so that a refusal
