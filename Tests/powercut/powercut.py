@@ -189,6 +189,13 @@ class PowerCut(Soak):
             raise SystemExit(f"cut {cut}: {acknowledged} rejections acknowledged, {kept} dead letters kept")
         self.letters_before = kept
         self.stats["rejections"] = self.stats.get("rejections", 0) + self.rejected
+        # Exactly one place for each file dropped, as the cut left them (the
+        # running service's moves cannot race this look).
+        for name in self.files:
+            places = self.places(self.disk / "inbox", name)
+            if len(places) != 1:
+                raise SystemExit(f"cut {cut}: inbox file {name} is in {', '.join(places) or 'nowhere'},"
+                                 " not in exactly one place")
         cache = data / "CoffeeTracker.plist"
         if cache.exists():
             try:

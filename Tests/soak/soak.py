@@ -206,6 +206,12 @@ class Soak:
         self.check_files(round_number, processed, stored)
         return anchor
 
+    @staticmethod
+    def places(inbox, name):
+        """Where a file dropped as `name` is: some of inbox, processed, failed."""
+        folders = {"inbox": inbox, "processed": inbox / "processed", "failed": inbox / "failed"}
+        return [where for where, folder in folders.items() if (folder / name).exists()]
+
     def processed_files(self):
         return {name for name in self.files if (self.inbox / "processed" / name).exists()}
 
@@ -213,11 +219,13 @@ class Soak:
         """Every file dropped is in exactly one of the inbox, processed/ and
         failed/; one in processed/ had its drinks stored (`stored`: UUIDs)."""
         for name, drinks in self.files.items():
-            places = [p for p in (self.inbox / name, self.inbox / "processed" / name, self.inbox / "failed" / name)
-                      if p.exists()]
+            places = self.places(self.inbox, name)
             if len(places) != 1:
-                where = ", ".join(str(p.parent.name) for p in places) or "nowhere"
-                raise SystemExit(f"round {round_number}: inbox file {name} is in {where}, not in exactly one place")
+                time.sleep(0.5)  # the running service may have been moving it between two looks
+                places = self.places(self.inbox, name)
+            if len(places) != 1:
+                raise SystemExit(f"round {round_number}: inbox file {name} is in {', '.join(places) or 'nowhere'},"
+                                 " not in exactly one place")
             if name in processed and not set(drinks) <= stored:
                 raise SystemExit(f"round {round_number}: {name} is in processed/ but its drinks are not all stored")
 
