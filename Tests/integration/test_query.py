@@ -100,7 +100,11 @@ def test_a_model_reply_sees_every_earlier_commit_between_rounds(folder):
     """The model applies commits in rounds, at most one per modelIntervalMs
     (a minute here): the first add is applied at once, the next ones wait
     for the next round, yet a `model` reply catches up first."""
-    s = Service(folder, {"publish": {"modelIntervalMs": 60000}}).start()
+    # "Today" in a time zone where it is about noon now: drinks a minute old
+    # fall on the day before just after midnight (this failed at 00:00 UTC).
+    offset = (12 - time.gmtime().tm_hour + 12) % 24 - 12
+    zone = "Etc/GMT" + (f"-{offset}" if offset > 0 else f"+{-offset}" if offset < 0 else "")
+    s = Service(folder, {"publish": {"modelIntervalMs": 60000}, "model": {"timeZone": zone}}).start()
     try:
         s.request({"op": "add", "drinks": [drink(mg=100, offset_s=-60)]})
         time.sleep(0.2)  # the first round has run; the follower now pauses a minute
