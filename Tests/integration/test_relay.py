@@ -176,3 +176,50 @@ def test_plaintext_beyond_loopback_and_a_missing_bind_are_refused(service):
     ]:
         p = subprocess.run([BINARY, "relay", *args], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
         assert p.returncode == code and text in p.stderr, (args, p.returncode, p.stderr)
+
+
+def test_a_gap_upstream_is_passed_on_unchanged_and_counted(tmp_path):
+    """A relay passes `changes` as they come, gaps too (the followers behind
+    it see them by the chain and resync), and counts the gaps it saw."""
+    context = zmq.Context.instance()
+    upstream = context.socket(zmq.PUB)
+    upstream.setsockopt(zmq.LINGER, 0)
+    upstream.bind(f"ipc://{tmp_path}/upstream")
+    relay = Relay(tmp_path, "relay", f"ipc://{tmp_path}/upstream")
+    try:
+        sub = context.socket(zmq.SUB)
+        sub.setsockopt(zmq.LINGER, 0)
+        sub.setsockopt(zmq.RCVTIMEO, 200)
+        sub.setsockopt(zmq.SUBSCRIBE, b"")
+        sub.connect(relay.endpoint)
+        chain = [(1, 0), (2, 1), (5, 3), (6, 5)]  # anchors 3 and 4 were lost before the relay
+
+        def message(anchor, previous):  # as the service writes it: compact
+            return json.dumps({"anchor": anchor, "previousAnchor": previous, "added": [], "deleted": []},
+                              separators=(",", ":")).encode()
+
+        # Heartbeats until the whole path is up (the slow joiner, twice), then the chain once.
+        deadline = time.time() + 10
+        while True:
+            assert time.time() < deadline, "nothing came through the relay"
+            upstream.send_multipart([b"heartbeat", b'{"anchor":0}'])
+            try:
+                sub.recv_multipart()
+                break
+            except zmq.Again:
+                pass
+        sub.setsockopt(zmq.RCVTIMEO, 5000)
+        for anchor, previous in chain:
+            upstream.send_multipart([b"changes", message(anchor, previous)])
+        received = []
+        while len(received) < len(chain):
+            topic, body = sub.recv_multipart()
+            if topic == b"changes":
+                received.append((json.loads(body)["anchor"], json.loads(body)["previousAnchor"]))
+        assert received == chain  # unchanged, the gap included
+        relay.process.send_signal(signal.SIGUSR1)
+        wait_until(lambda: "upstreamGaps=1" in relay.logged(), timeout=10, what="the relay to count the gap")
+        sub.close()
+    finally:
+        relay.stop()
+        upstream.close()
