@@ -9,7 +9,7 @@ same file in the same invocation:
    second, best of three each.
 2. The live path during backups: the load generator at 1,000 events/s for
    20 s, its p99 from publish to `changes`, without backups and then with
-   one backup after another all along.
+   one backup after another all along (query `backup` from one socket).
 
 Release build, loopback, ipc:// endpoints in a scratch folder."""
 import argparse
@@ -20,6 +20,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import zmq
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -69,10 +71,21 @@ def main():
             stop, taken = threading.Event(), []
 
             def keep_backing_up():
+                # The query op itself (what `coffee-tracker backup` sends), from one socket: a
+                # command-line process per backup would put its own start-up on the two cores.
+                sock = zmq.Context.instance().socket(zmq.REQ)
+                sock.setsockopt(zmq.LINGER, 0)
+                sock.connect(f"ipc://{service.folder}/q")
                 i = 0
                 while not stop.is_set():
-                    taken.append(backup(args.binary, service, f"during-{i}.sqlite"))
+                    started = time.monotonic()
+                    sock.send(json.dumps({"op": "backup", "name": f"during-{i}.sqlite"}).encode())
+                    reply = json.loads(sock.recv())
+                    if not reply.get("ok"):
+                        raise SystemExit(f"backup failed: {reply}")
+                    taken.append(time.monotonic() - started)
                     i += 1
+                sock.close()
 
             worker = threading.Thread(target=keep_backing_up, daemon=True)
             worker.start()
