@@ -66,13 +66,18 @@ extension HealthStore {
         try target.execute("PRAGMA synchronous = OFF")
         let backup = try OnlineBackup(from: db, into: target)
         // Written back as it goes (POSIX_FADV_DONTNEED starts the write-back
-        // of what is dirty and waits for none of it): otherwise the
-        // whole copy reaches the disk in the seal's one fsync, and every
-        // commit's fsync meanwhile waits behind it.
+        // of what is dirty): otherwise the whole copy reaches the disk in
+        // the seal's one fsync, and every commit's fsync meanwhile waits
+        // behind it. Asked for off the store's thread, which it may hold up
+        // while it queues the pages.
         let writeBack = open(partial, O_RDONLY | O_CLOEXEC)
-        defer { if writeBack >= 0 { Syscall.close(writeBack) } }
+        let writer = DispatchQueue(label: "backup-write-back", qos: .utility)
+        defer {
+            writer.sync {}  // nothing left that uses the descriptor
+            if writeBack >= 0 { Syscall.close(writeBack) }
+        }
         while try !backup.step(pages: Self.backupStepPages) {
-            if writeBack >= 0 { _ = posix_fadvise(writeBack, 0, 0, POSIX_FADV_DONTNEED) }
+            if writeBack >= 0 { writer.async { _ = posix_fadvise(writeBack, 0, 0, POSIX_FADV_DONTNEED) } }
             await Task.yield()
             guard self.db != nil else { throw StoreError.closed }
         }
