@@ -129,7 +129,7 @@ install: $(if $(filter .build/release/coffee-tracker,$(RELEASE_BINARY)),release)
 	install -D -m 0644 deploy/coffee-tracker.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/coffee-tracker.conf
 	install -d $(DESTDIR)$(PREFIX)/lib/tmpfiles.d
 	sed 's|@INBOX_GROUP@|$(INBOX_GROUP)|' deploy/coffee-tracker.tmpfiles > $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/coffee-tracker.conf
-	install -m 0644 README.md docs/protocol.md docs/security.md docs/operations.md $(DESTDIR)$(PREFIX)/share/doc/coffee-tracker/
+	install -m 0644 README.md docs/protocol.md docs/security.md docs/operations.md docs/architecture.md $(DESTDIR)$(PREFIX)/share/doc/coffee-tracker/
 	for unit in coffee-tracker@.service coffee-tracker-relay@.service coffee-tracker-backup.service coffee-tracker-backup.timer; do \
 	  sed 's|@BINDIR@|$(PREFIX)/bin|' deploy/$$unit > $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$unit && chmod 0644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$unit; \
 	done
