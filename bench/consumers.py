@@ -4,8 +4,9 @@ same invocation, against the release service on loopback:
 
 1. The Swift follower (`coffee-tracker watch`, CoffeeTrackerClient's
    FeedFollower) while the compiled load generator publishes at full speed:
-   its applied rate against the service's ingest rate (the load generator's
-   end-to-end events/s), and no resync.
+   its applied rate over its own window against the service's ingest rate
+   (the load generator's end-to-end events/s over its window), its lag when
+   the load ends, and no resync.
 2. The Python follower (clients/python) on large commits (an inbox file of
    200,000 drinks, one commit announced in pages of 5,000): its applied
    rate, beside a raw pyzmq SUB that only receives and decodes the same messages.
@@ -32,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "clients" / "python"))
 sys.path.insert(0, str(ROOT / "bench"))
 from coffee_tracker import Client  # noqa: E402
-from peers import build  # noqa: E402
+from peers import build, cpu_seconds  # noqa: E402
 
 
 def rss_mb(pid):
@@ -81,36 +82,54 @@ def drink(i, at):
 
 
 def swift_follower_at_full_speed(binary, loadgen, n):
+    """The follower's applied rate over its own window (from its first state
+    that holds the run's changes to its last), against the load generator's
+    events/s over the load generator's window (from its first send to the
+    last `changes` it saw). Both windows start when changes start: the load
+    generator spends half a second joining before its first send (a probe,
+    then 300 ms of quiet), which a window opened before it starts would
+    charge to the follower. `lag_after_load_ms`, from the load generator's
+    exit to the follower's last state, says whether it kept up to the end."""
     with tempfile.TemporaryDirectory(prefix="ct-cons-") as d:
         service = Service(binary, Path(d))
         try:
             watch = subprocess.Popen([binary, "watch", "--config", str(service.config), "--timeout", "0"],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            last = {"state": None, "at": None}
+            states = []
 
             def read():
                 for line in watch.stdout:
                     if line.startswith("state "):
-                        last["state"], last["at"] = json.loads(line[6:]), time.monotonic()
+                        states.append((time.monotonic(), json.loads(line[6:])))
 
             threading.Thread(target=read, daemon=True).start()
-            while last["state"] is None:
+            deadline = time.time() + 30
+            while not states and time.time() < deadline:
                 time.sleep(0.01)
-            started = time.monotonic()
+            if not states:
+                raise SystemExit("coffee-tracker watch wrote no state")
+            before = states[-1][1]
+            cpu_before = cpu_seconds(watch.pid)
             p = subprocess.run([str(loadgen), f"ipc://{d}/in", f"ipc://{d}/up", str(n), "1"], capture_output=True,
                                text=True, timeout=600)
+            load_done = time.monotonic()
             ingest = json.loads(p.stdout.strip().splitlines()[-1])
             final = service.client.ping()
             deadline = time.time() + 60
-            while (last["state"] or {}).get("anchor") != final and time.time() < deadline:
+            while states[-1][1].get("anchor") != final and time.time() < deadline:
                 time.sleep(0.01)
-            state = last["state"]
-            applied_rate = state["applied"] / (last["at"] - started)
+            follower_cpu = cpu_seconds(watch.pid) - cpu_before
+            last_at, last = states[-1]
+            # Past the load generator's probes (one or a few drinks before its first send).
+            first_at, first = next((t, s) for t, s in states if s["anchor"] > before["anchor"] + 100)
+            applied_rate = (last["applied"] - first["applied"]) / (last_at - first_at)
             watch.terminate()
             watch.wait(10)
             return {"ingest_events_per_s": ingest["events_per_s"], "follower_applied_per_s": applied_rate,
-                    "ratio": applied_rate / ingest["events_per_s"], "resyncs": state["resyncs"],
-                    "in_step": state["anchor"] == final, "lost": ingest.get("lost")}
+                    "ratio": applied_rate / ingest["events_per_s"],
+                    "lag_after_load_ms": (last_at - load_done) * 1000,
+                    "resyncs_during_load": last["resyncs"] - before["resyncs"],
+                    "follower_cpu_s": follower_cpu, "in_step": last["anchor"] == final, "lost": ingest.get("lost")}
         finally:
             service.stop()
 
