@@ -29,13 +29,15 @@ let package = Package(
             name: "CArchive", path: "Sources/CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         // glibc's <malloc.h> (mallopt, malloc_trim): part of libc, nothing to link.
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
+        // Linux calls Glibc's Swift module leaves out (sync_file_range), compiled with _GNU_SOURCE.
+        .target(name: "CLinux"),
 
         // Thin Swift wrappers over them.
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ", "Syscall"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
 
         // One helper for raw system calls (EINTR retried, errno captured at once), and durable whole-file writes.
-        .target(name: "Syscall", swiftSettings: strict),
+        .target(name: "Syscall", dependencies: ["CLinux"], swiftSettings: strict),
         // A swift-log–shaped logger (named so that it can never clash with swift-log's `Logging`).
         .target(name: "CoffeeLogging", dependencies: ["Syscall"], swiftSettings: strict),
         // Long-running parts as services in one ordered group (swift-service-lifecycle's semantics),

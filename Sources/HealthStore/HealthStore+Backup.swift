@@ -17,7 +17,7 @@ extension HealthStore {
     /// Pages copied per step of a backup: 128 pages of 4 KiB, about a
     /// millisecond of the store's thread, after which queued commits run
     /// (1,024 made the 1k/s median 9 ms during back-to-back backups of a
-    /// 1M-drink store, 128 makes it 2-3 ms, at the same copy rate).
+    /// 1M-drink store, 128 makes it 1-2 ms; 32 halves the copy's rate).
     public static let backupStepPages: Int32 = 128
 
     /// Writes a consistent copy of the store to `path`, which must not
@@ -54,8 +54,11 @@ extension HealthStore {
         }
     }
 
-    /// The stepped copy, on the store's thread; `Task.yield()` between steps
-    /// lets the commits queued meanwhile run.
+    /// The stepped copy, on the store's thread. Between steps the copy
+    /// waits, off the store's thread, for its write-behind (`WriteBehind`):
+    /// the commits queued meanwhile run then, and a copy faster than the
+    /// disk is held to the disk's pace instead of piling up dirty pages that
+    /// every commit's fsync would queue behind.
     private func copyPages(into partial: String) async throws {
         guard let db else { throw StoreError.closed }
         let target = try Database(path: partial)
@@ -65,24 +68,21 @@ extension HealthStore {
         try target.execute("PRAGMA journal_mode = OFF")
         try target.execute("PRAGMA synchronous = OFF")
         let backup = try OnlineBackup(from: db, into: target)
-        // Written back as it goes (POSIX_FADV_DONTNEED starts the write-back
-        // of what is dirty): otherwise the whole copy reaches the disk in
-        // the seal's one fsync, and every commit's fsync meanwhile waits
-        // behind it. Asked for off the store's thread, which it may hold up
-        // while it queues the pages.
-        let writeBack = open(partial, O_RDONLY | O_CLOEXEC)
-        let writer = DispatchQueue(label: "backup-write-back", qos: .utility)
-        defer {
-            writer.sync {}  // nothing left that uses the descriptor
-            if writeBack >= 0 { Syscall.close(writeBack) }
-        }
+        let writeBehind = try WriteBehind(path: partial)
         while try !backup.step(pages: Self.backupStepPages) {
-            if writeBack >= 0 { writer.async { _ = posix_fadvise(writeBack, 0, 0, POSIX_FADV_DONTNEED) } }
-            await Task.yield()
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Self.writeBehindQueue.async {
+                    writeBehind.advance()
+                    done.resume()
+                }
+            }
             guard self.db != nil else { throw StoreError.closed }
         }
         try backup.finish()
     }
+
+    /// Where backups wait for their write-behind: never the store's thread.
+    private static let writeBehindQueue = DispatchQueue(label: "backup-write-behind", qos: .utility)
 
     /// Makes the copy one self-contained durable file at `path`.
     private static func seal(_ partial: String, as path: String) throws -> BackupResult {
