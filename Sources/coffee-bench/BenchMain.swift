@@ -4,17 +4,6 @@ import Foundation
 /// measured in the same invocation, reported as ratios.
 @main
 struct BenchMain {
-    struct Row: Encodable {
-        var figure: String
-        var value: Double
-        var unit: String
-        var baseline: Double?
-        var baselineName: String?
-        var ratio: Double?
-        var target: String
-        var pass: Bool?
-    }
-
     static func median(_ values: [Double]) -> Double { percentile(values, 0.5) }
 
     static func main() async {
@@ -29,17 +18,7 @@ struct BenchMain {
             return
         }
         if args.contains("--help") || args.contains("-h") {
-            print(
-                """
-                Usage: coffee-bench [--runs N] [--out FILE] [--quick] [--binary PATH] [--only SECTION]
-
-                Starts release builds of `coffee-tracker serve` in a scratch folder and
-                measures ingest throughput, latency, inbox import, start-up, fan-out and
-                CPU, each against a baseline taken in the same run. Prints a table and
-                writes FILE (default bench/results.json); what it is measuring now goes to
-                stderr. --quick uses smaller sizes.
-                --only runs one section: ingest, latency, inbox, startup, fanout or stages.
-                """)
+            print(usage)
             return
         }
         func option(_ name: String, _ fallback: String) -> String {
@@ -59,14 +38,7 @@ struct BenchMain {
         var rows: [Row] = []
         func report(_ row: Row) {
             rows.append(row)
-            let verdict = row.pass.map { $0 ? "ok" : "MISS" } ?? "-"
-            let base = row.baseline.map { String(format: "%.1f", $0) } ?? "-"
-            let ratio = row.ratio.map { String(format: "%.2f", $0) } ?? "-"
-            print(
-                "\(row.figure.padding(toLength: 44, withPad: " ", startingAt: 0)) "
-                    + "\(String(format: "%12.2f", row.value)) \(row.unit.padding(toLength: 10, withPad: " ", startingAt: 0)) "
-                    + "\(base.padding(toLength: 12, withPad: " ", startingAt: 0)) \(ratio.padding(toLength: 6, withPad: " ", startingAt: 0)) "
-                    + "\(row.target.padding(toLength: 18, withPad: " ", startingAt: 0)) \(verdict)")
+            print(line(row))
             fflush(nil)
         }
         /// What is being measured now, on stderr (the table is stdout): a
