@@ -45,6 +45,13 @@ public final class WriteBehind: Sendable {
 
     deinit { Syscall.close(fd) }
 
+    /// True when the file is longer than when `advance()` last looked.
+    public var grew: Bool {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return false }
+        return Int64(info.st_size) > state.withLock { $0.started }
+    }
+
     /// Starts the write-back of what was written since the last call, then
     /// waits until the window of the call before is on the disk and drops
     /// it from the page cache. Blocks for

@@ -49,10 +49,14 @@ struct WriteBehindTests {
         defer { Syscall.close(fd) }
         let writeBehind = try WriteBehind(path: path)
 
+        #expect(!writeBehind.grew)
         try Self.append(fd, 1, at: 0)
+        #expect(writeBehind.grew)
         #expect(try Self.residentPages(path, 0..<Self.window).resident > 0, "just written: cached")
         writeBehind.advance()  // the first window's write-back starts; nothing to wait for yet
+        #expect(!writeBehind.grew)
         try Self.append(fd, 2, at: Self.window)
+        #expect(writeBehind.grew)
         writeBehind.advance()  // the first window is waited for and dropped
 
         let first = try Self.residentPages(path, 0..<Self.window)
