@@ -121,7 +121,10 @@ def swift_follower_at_full_speed(binary, loadgen, n):
             follower_cpu = cpu_seconds(watch.pid) - cpu_before
             last_at, last = states[-1]
             # Past the load generator's probes (one or a few drinks before its first send).
-            first_at, first = next((t, s) for t, s in states if s["anchor"] > before["anchor"] + 100)
+            started = next(((t, s) for t, s in states if s["anchor"] > before["anchor"] + 100), None)
+            if started is None:
+                raise SystemExit(f"the follower never took the run's changes: last state {last}")
+            first_at, first = started
             applied_rate = (last["applied"] - first["applied"]) / (last_at - first_at)
             watch.terminate()
             watch.wait(10)

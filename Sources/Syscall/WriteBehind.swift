@@ -54,9 +54,8 @@ public final class WriteBehind: Sendable {
 
     /// Starts the write-back of what was written since the last call, then
     /// waits until the window of the call before is on the disk and drops
-    /// it from the page cache. Blocks for
-    /// as long as the disk is behind: call it off any thread that others
-    /// wait on.
+    /// it from the page cache. Blocks for as long as the disk is behind:
+    /// call it off any thread that others wait on.
     public func advance() {
         var info = stat()
         guard fstat(fd, &info) == 0 else { return }
