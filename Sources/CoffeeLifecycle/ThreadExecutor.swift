@@ -120,12 +120,9 @@ public final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
         running = true
         let thread = Thread { [self] in
             Thread.current.name = name  // on Linux only the thread itself can name itself
-            // On Linux the nice value belongs to the thread, and 0 names the calling one.
             if self.niceness != 0 {
                 do {
-                    try Syscall.call("setpriority", self.name) {
-                        setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, self.niceness)
-                    }
+                    try Syscall.setThreadNice(self.niceness, detail: self.name)
                 } catch {
                     // Runs at normal priority: slower for the rest, never wrong.
                     Logger(label: "executor").warning("could not lower the thread's priority", metadata: ["error": "\(error)"])

@@ -30,6 +30,19 @@ import Synchronization
         db?.setCommitHook(hook)
     }
 
+    /// Calls `hook` on a backup's copying thread after each chunk of the
+    /// main file it copies (`FileCopy.chunkBytes`): blocking holds the copy
+    /// while commits go on. nil removes it.
+    public func setAfterBackupChunk(_ hook: (@Sendable () -> Void)?) {
+        afterBackupChunk = hook
+    }
+
+    /// The WAL's automatic checkpoint now, in pages (0: off).
+    public func autoCheckpointPages() throws -> Int64 {
+        guard let db else { throw StoreError.closed }
+        return try db.scalar("PRAGMA wal_autocheckpoint") ?? -1
+    }
+
     /// Fails the next `count` commits (the fault's probe writes included)
     /// with SQLITE_FULL, as a disk that filled up at that moment would,
     /// after letting `passing` commits through.

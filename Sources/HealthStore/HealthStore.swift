@@ -86,6 +86,11 @@ public actor HealthStore {
     /// Retries the storage while in a fault; owned here, cancelled by `close`.
     var faultRetry: Task<Void, Never>?
     var observers: [CommitObserver] = []
+    /// Backups copying the main file now; while any is, nothing checkpoints
+    /// into it (`HealthStore+Backup.swift`).
+    var copiesOfMainFile = 0
+    /// Runs on a backup's thread after each chunk it copies: tests hold a copy there.
+    var afterBackupChunk: (@Sendable () -> Void)?
 
     /// Batches handed over by `submit` from other threads, not yet queued.
     struct Submitted: Sendable {
@@ -153,7 +158,12 @@ public actor HealthStore {
         observers = []
         statements.finalize()
         if let db {
-            try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if copiesOfMainFile == 0 {
+                try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            } else {
+                // A backup still reads the main file: leave the WAL for the next open.
+                db.setCheckpointOnClose(false)
+            }
             db.close()  // releases the exclusive lock now, not when the last reference goes
         }
         db = nil

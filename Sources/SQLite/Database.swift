@@ -116,6 +116,32 @@ public final class Database {
 
     var lastMessage: String { String(cString: sqlite3_errmsg(handle)) }
 
+    /// Copies every frame of the WAL into the main file (a passive
+    /// checkpoint: it waits for no reader). Returns the frames in the WAL
+    /// and those now in the main file; equal when no reader of an older
+    /// snapshot held some back.
+    public func checkpoint() throws(SQLiteError) -> (frames: Int32, checkpointed: Int32) {
+        var frames: Int32 = 0
+        var checkpointed: Int32 = 0
+        let rc = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, &frames, &checkpointed)
+        guard rc == SQLITE_OK else { throw SQLiteError(code: rc, message: lastMessage, context: "checkpointing \(path)") }
+        return (frames, checkpointed)
+    }
+
+    /// The WAL's automatic checkpoint: after a commit that leaves at least
+    /// `pages` frames in it; 0 turns it off, so that nothing but an explicit
+    /// `checkpoint()` (or a close) writes the main file.
+    public func setAutoCheckpoint(pages: Int32) throws(SQLiteError) {
+        let rc = sqlite3_wal_autocheckpoint(handle, pages)
+        guard rc == SQLITE_OK else { throw SQLiteError(code: rc, message: lastMessage, context: "wal_autocheckpoint") }
+    }
+
+    /// Whether closing the last connection checkpoints the WAL into the main
+    /// file (SQLite's default) or leaves it for the next open to read.
+    public func setCheckpointOnClose(_ on: Bool) {
+        _ = csqlite_set_checkpoint_on_close(handle, on ? 1 : 0)
+    }
+
     /// The hook's closure, kept alive while SQLite holds a pointer to it.
     private final class CommitHook {
         let body: () -> Bool
@@ -147,59 +173,5 @@ public final class Database {
                 // SQLite: a non-zero return turns the COMMIT into a ROLLBACK.
                 Unmanaged<CommitHook>.fromOpaque(context!).takeUnretainedValue().body() ? 0 : 1
             }, context)
-    }
-}
-
-/// SQLite's online backup API: copies a database page by page into another,
-/// a few pages per `step`, so that its owner can go on writing between
-/// steps. Writes made through the source's own connection meanwhile are
-/// carried into the copy as they happen; when `step` returns true the copy
-/// equals the source at that moment. Not thread-safe: used by the source's
-/// owner only.
-public final class OnlineBackup {
-    private let backup: OpaquePointer
-    private let target: Database
-    private var finished = false
-
-    /// Starts copying `source` into `target` (a new, empty database).
-    public init(from source: Database, into target: Database) throws(SQLiteError) {
-        guard let backup = sqlite3_backup_init(target.handle, "main", source.handle, "main") else {
-            throw SQLiteError(
-                code: sqlite3_errcode(target.handle), message: target.lastMessage, context: "backup to \(target.path)")
-        }
-        self.backup = backup
-        self.target = target
-    }
-
-    /// Copies up to `pages` more pages; true when the copy is whole.
-    /// SQLite's busy and locked answers are not errors here: the next step
-    /// tries again.
-    public func step(pages: Int32) throws(SQLiteError) -> Bool {
-        let rc = sqlite3_backup_step(backup, pages)
-        switch rc {
-        case SQLITE_DONE: return true
-        case SQLITE_OK, SQLITE_BUSY, SQLITE_LOCKED: return false
-        default:
-            throw SQLiteError(code: rc, message: target.lastMessage, context: "backup to \(target.path)")
-        }
-    }
-
-    /// Pages still to copy, and in all, as of the last step.
-    public var progress: (remaining: Int32, total: Int32) {
-        (sqlite3_backup_remaining(backup), sqlite3_backup_pagecount(backup))
-    }
-
-    deinit {
-        if !finished { sqlite3_backup_finish(backup) }
-    }
-
-    /// Releases SQLite's backup object; after a step returned true.
-    public func finish() throws(SQLiteError) {
-        guard !finished else { return }
-        finished = true
-        let rc = sqlite3_backup_finish(backup)
-        guard rc == SQLITE_OK else {
-            throw SQLiteError(code: rc, message: target.lastMessage, context: "backup to \(target.path)")
-        }
     }
 }

@@ -1,3 +1,5 @@
+import CLinux
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -56,6 +58,25 @@ public enum Syscall {
         while offset < bytes.count {
             offset += try call("write", detail()) { Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset) }
         }
+    }
+
+    /// Writes all of `bytes` to `fd` at `offset` (`pwrite`), resuming after short writes.
+    public static func writeAll(
+        _ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64, detail: @autoclosure () -> String = ""
+    ) throws(SystemCallError) {
+        var done = 0
+        while done < bytes.count {
+            done += try call("pwrite", detail()) {
+                pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            }
+        }
+    }
+
+    /// Sets the calling thread's nice value: on Linux it belongs to the
+    /// thread, and 0 names the calling one. Higher is a lower CPU priority;
+    /// an unprivileged thread can only raise it.
+    public static func setThreadNice(_ nice: Int32, detail: @autoclosure () -> String = "") throws(SystemCallError) {
+        try call("setpriority", detail()) { setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice) }
     }
 
     /// Sets `flags` (`O_NONBLOCK`, say) on `fd`'s status flags.
