@@ -27,17 +27,27 @@ struct StoreBackupTests {
         )
     }
 
-    @Test func commitsWhileTheCopyIsHeldAreNotInItAndLeaveItWhole() async throws {
-        let dir = TemporaryDirectory()
-        defer { dir.cleanup() }
+    /// A store of 20,000 drinks and its backup to `copy.sqlite`, held after
+    /// the copy's first chunk: the store, its anchor then, the gate that
+    /// holds the copy, the copy's path and the backup.
+    private func heldBackup(in dir: TemporaryDirectory) async throws -> (
+        HealthStore, Int64, HeldGate, String, Task<BackupResult, any Error>
+    ) {
         let store = try openStore(dir)
         try await fill(store, 20_000)
         let before = await store.statistics().anchor
         let held = HeldGate()
         await store.setAfterBackupChunk { held.pass() }
         let target = dir.url.appendingPathComponent("copy.sqlite").path
-        async let result = store.backup(to: target)
+        let backup = Task { try await store.backup(to: target) }
         try await held.waitUntilEntered()
+        return (store, before, held, target, backup)
+    }
+
+    @Test func commitsWhileTheCopyIsHeldAreNotInItAndLeaveItWhole() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let (store, before, held, target, result) = try await heldBackup(in: dir)
         // Far more WAL pages than one automatic checkpoint's 1,000: were
         // checkpoints running, they would write the main file under the copy.
         #expect(try await store.autoCheckpointPages() == 0)
@@ -45,7 +55,7 @@ struct StoreBackupTests {
             _ = try await store.save((0..<200).map { drink(at: TimeInterval(100_000 + round * 200 + $0)) })
         }
         held.release()
-        let backup = try await result
+        let backup = try await result.value
         #expect(backup.anchor == before)
         let copy = try contents(of: target)
         #expect(copy.integrity == "ok")
@@ -58,18 +68,11 @@ struct StoreBackupTests {
     @Test func aStoreClosedWhileACopyIsHeldLeavesTheMainFileForTheCopy() async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        let store = try openStore(dir)
-        try await fill(store, 20_000)
-        let before = await store.statistics().anchor
-        let held = HeldGate()
-        await store.setAfterBackupChunk { held.pass() }
-        let target = dir.url.appendingPathComponent("copy.sqlite").path
-        async let result = store.backup(to: target)
-        try await held.waitUntilEntered()
+        let (store, before, held, target, result) = try await heldBackup(in: dir)
         _ = try await store.save((0..<5000).map { drink(at: TimeInterval(100_000 + $0)) })
         await store.close()  // would checkpoint the 5,000 into the main file under the copy
         held.release()
-        let backup = try await result
+        let backup = try await result.value
         #expect(backup.anchor == before)
         let copy = try contents(of: target)
         #expect(copy.integrity == "ok" && copy.count == 20_000)
