@@ -4,9 +4,11 @@ import Foundation
 public struct CaffeineModel: Sendable, Hashable {
     /// The window of drinks that count: the last 24 hours.
     public static let window: TimeInterval = 24 * 3600
-    /// What a holder of current drinks must keep so that both the 24 h dose
-    /// and a 25-hour local day (the end of daylight saving time) are covered.
-    public static let retention: TimeInterval = 26 * 3600
+    /// What a holder of current drinks must keep so that the 24 h dose, a
+    /// 25-hour local day (the end of daylight saving time) and the picture's
+    /// curve (from 12 hours back, each point the dose of the 24 h before it:
+    /// `CaffeineChart.window`) are covered.
+    public static let retention: TimeInterval = 36 * 3600
     /// Timeline spacing, as the seed's complication timeline.
     public static let timelineStep: TimeInterval = 5 * 60
     /// One small coffee, the unit of "cups".

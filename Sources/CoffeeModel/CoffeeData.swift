@@ -23,6 +23,10 @@ public actor CoffeeData {
     private var index: CaffeineIndex
     /// The store anchor that the held drinks reflect.
     public private(set) var anchor: Int64 = 0
+    /// Held drinks are every live drink dated from here on (and not before
+    /// `CaffeineModel.retention` ago, which they cover once this is that
+    /// old); nil until the first `reset` (start-up, rebuild).
+    public private(set) var completeSince: Date?
 
     private var lastPruned = Date.distantPast
 
@@ -77,8 +81,10 @@ public actor CoffeeData {
         return outcome
     }
 
-    /// Replaces the whole state (start-up, resync).
-    public func reset(drinks: [Drink], anchor: Int64) async {
+    /// Replaces the whole state (start-up, resync): `drinks` are every live
+    /// drink dated from `completeSince` on, at `anchor`.
+    public func reset(drinks: [Drink], anchor: Int64, completeSince: Date) async {
+        self.completeSince = completeSince
         let latest = Dictionary(drinks.map { ($0.uuid, $0) }, uniquingKeysWith: { a, b in a.version >= b.version ? a : b })
         index.removeAll()
         for drink in latest.values { index.insert(drink) }
@@ -165,14 +171,27 @@ public actor CoffeeData {
         index.removeAll(datedBefore: now - CaffeineModel.retention)
     }
 
-    /// What the cache writes: the drinks, in no order, and their anchor, read together.
-    public func cacheContents() -> (drinks: [Drink], anchor: Int64) { (index.drinks, anchor) }
+    /// What the cache writes: the drinks, in no order, their anchor and
+    /// since when they are complete, read together.
+    public func cacheContents() -> (drinks: [Drink], anchor: Int64, completeSince: Date?) {
+        (index.drinks, anchor, completeSince)
+    }
 
     /// How many drinks are held.
     public var count: Int { index.count }
 
     /// The drinks, oldest first.
     public var drinks: [Drink] { index.drinks.sorted(by: Drink.chronological) }
+
+    /// The live drinks dated in `range`, oldest first, when the held
+    /// drinks cover all of it (the picture's 36 hours, say); otherwise nil
+    /// and the caller asks the store, which scans its records for them.
+    public func drinks(datedIn range: ClosedRange<Date>) -> [Drink]? {
+        guard let completeSince, range.lowerBound >= max(completeSince, clock.now() - CaffeineModel.retention) else {
+            return nil
+        }
+        return index.drinks.filter { range.contains($0.date) }.sorted(by: Drink.chronological)
+    }
 
     /// The model at `at` (default now), if `at` lies where the held drinks
     /// cover it; otherwise nil and the caller asks the store.

@@ -22,10 +22,14 @@ public actor ModelCache: Service {
     public struct Snapshot: Codable, Equatable, Sendable {
         public var anchor: Int64
         public var drinks: [Drink]
+        /// The drinks are every live drink dated from here on
+        /// (`CoffeeData.completeSince`); nil in a file written before it was kept.
+        public var completeSince: Date?
 
-        public init(anchor: Int64, drinks: [Drink]) {
+        public init(anchor: Int64, drinks: [Drink], completeSince: Date? = nil) {
             self.anchor = anchor
             self.drinks = drinks
+            self.completeSince = completeSince
         }
     }
 
@@ -100,11 +104,11 @@ public actor ModelCache: Service {
                 return slot
             })
         else { return }
-        let (drinks, anchor) = await model.cacheContents()
+        let (drinks, anchor, completeSince) = await model.cacheContents()
         let clock = ContinuousClock()
         let started = clock.now
         // Sorted here, on the cache's thread, not on the model's.
-        save(Snapshot(anchor: anchor, drinks: drinks.sorted(by: Drink.chronological)))
+        save(Snapshot(anchor: anchor, drinks: drinks.sorted(by: Drink.chronological), completeSince: completeSince))
         lastCost = clock.now - started
     }
 

@@ -36,7 +36,10 @@ public actor StoreFollower {
     public func load() async throws {
         let storeAnchor = await store.anchor
         if let saved = await cache?.load(), saved.anchor <= storeAnchor, storeAnchor - saved.anchor <= replayLimit {
-            await model.reset(drinks: saved.drinks, anchor: saved.anchor)
+            // A cache written before it said since when it is complete kept
+            // 26 hours (the retention then) up to a save before now.
+            let completeSince = saved.completeSince ?? clock.now() - Self.legacyRetention
+            await model.reset(drinks: saved.drinks, anchor: saved.anchor, completeSince: completeSince)
             do {
                 try await loadNewData()
                 logger.info(
@@ -49,11 +52,14 @@ public actor StoreFollower {
         try await rebuild()
     }
 
+    /// What a cache written by a build before schema version 3 held.
+    static let legacyRetention: TimeInterval = 26 * 3600
+
     /// Rebuilds the model from the store's window of recent drinks.
     public func rebuild() async throws {
         let since = clock.now() - CaffeineModel.retention
         let (drinks, anchor) = try await store.window(datedFrom: since)
-        await model.reset(drinks: drinks, anchor: anchor)
+        await model.reset(drinks: drinks, anchor: anchor, completeSince: since)
         logger.info("model rebuilt from the store", metadata: ["anchor": "\(anchor)", "drinks": "\(drinks.count)"])
     }
 

@@ -7,7 +7,7 @@ import SQLite
 enum StoreSchema {
     /// "CofT" in ASCII.
     static let applicationID: Int64 = 0x436F_6654
-    static let currentVersion: Int64 = 2
+    static let currentVersion: Int64 = 3
 
     /// The current schema, for a new file.
     ///
@@ -15,19 +15,37 @@ enum StoreSchema {
     /// the UUID: a new drink appends to the table and adds a narrow entry to
     /// the UUID index. Version 1 kept whole rows in a B-tree keyed by random
     /// UUIDs, so every insert landed on a random leaf and split full-width
-    /// pages. See the README's benchmarks for the before/after.
+    /// pages. Version 3 drops version 2's index of live drinks by date
+    /// (`live_by_date`): a third B-tree that every new drink wrote, so a
+    /// commit of one drink wrote three pages where two do. Nothing on the
+    /// live path read it: the model holds its window of drinks in memory and
+    /// follows the commits; only a rebuild of that window, and a model or
+    /// picture of a time it does not hold, read drinks by date, and they
+    /// scan the table. See the README's benchmarks for the before/after.
     static let schema = """
         CREATE TABLE meta(
             key   TEXT PRIMARY KEY,
             value INTEGER NOT NULL
         ) WITHOUT ROWID;
         INSERT INTO meta(key, value) VALUES ('anchor', 0), ('purged_anchor', 0);
-        \(recordsV2)
+        \(recordsTable)
+        \(tombstonesByTime)
         """
 
-    /// One row per UUID: a live drink or a tombstone, at the anchor of the
-    /// change that wrote it.
+    /// Version 2's records: the table, its index of live drinks by date and
+    /// that of tombstones (what migration 2 creates; migration 3 drops the first).
     static let recordsV2 = """
+        \(recordsTable)
+        CREATE INDEX live_by_date ON records(date_ms) WHERE deleted = 0;
+        \(tombstonesByTime)
+        """
+
+    /// Tombstones by the time of their change: what the purge reads.
+    static let tombstonesByTime = "CREATE INDEX tombstones_by_time ON records(changed_ms) WHERE deleted = 1;"
+
+    /// One row per UUID: a live drink or a tombstone, at the anchor of the
+    /// change that wrote it (versions 2 and 3).
+    static let recordsTable = """
         CREATE TABLE records(
             anchor     INTEGER PRIMARY KEY,  -- anchor of the change that wrote this row
             uuid       BLOB NOT NULL UNIQUE, -- 16 bytes
@@ -39,8 +57,6 @@ enum StoreSchema {
             source     TEXT,
             changed_ms INTEGER NOT NULL      -- wall time of that change, for tombstone retention
         );
-        CREATE INDEX live_by_date ON records(date_ms) WHERE deleted = 0;
-        CREATE INDEX tombstones_by_time ON records(changed_ms) WHERE deleted = 1;
         """
 
     /// Version 1's records table, kept so that tests can build a version-1 file.
@@ -73,7 +89,8 @@ enum StoreSchema {
         INSERT INTO records(anchor, uuid, version, deleted, date_ms, mg, type, source, changed_ms)
             SELECT anchor, uuid, version, deleted, date_ms, mg, type, source, changed_ms FROM records_v1 ORDER BY anchor;
         DROP TABLE records_v1;
-        """
+        """,
+        3: "DROP INDEX live_by_date;",
     ]
 
     /// Creates or migrates the schema of `db` at `path`.

@@ -21,6 +21,13 @@ struct CaffeineChartTests {
         #expect(points.last?.date == now + 24 * 3600)
     }
 
+    /// The picture is drawn from the model's drinks, which keep
+    /// `CaffeineModel.retention`: that must reach back to the chart's window.
+    @Test func theModelsRetentionCoversTheChartsWindow() {
+        #expect(CaffeineChart.window(at: now).lowerBound >= now - CaffeineModel.retention)
+        #expect(CaffeineChart.window(at: now).upperBound == now)
+    }
+
     @Test func aPastPointCountsOnlyTheDrinksDatedAtOrBeforeIt() {
         let drinks = [drink(100, hoursAgo: 6), drink(200, hoursAgo: 1)]
         let points = chart.curve(drinks, now: now)

@@ -115,7 +115,7 @@ struct CoffeeDataTests {
         defer { f.cleanup() }
         let m = f.model()
         let future = f.drink(240)
-        await m.updateModel(newDrinks: [future, f.drink(-30 * 3600)], deletedDrinks: [], anchor: 2)
+        await m.updateModel(newDrinks: [future, f.drink(-40 * 3600)], deletedDrinks: [], anchor: 2)
         #expect(await m.drinks == [future])
         #expect(await m.snapshot()?.mgCaffeine == 0)
         f.clock.advance(by: 240)
@@ -316,7 +316,7 @@ struct CoffeeDataTests {
         #expect(await m.drinks == [a, b])
         #expect(await m.anchor == 2)
         // A commit the model never saw (a gap) is read from the store.
-        await m.reset(drinks: [a], anchor: 1)
+        await m.reset(drinks: [a], anchor: 1, completeSince: f.clock.now() - CaffeineModel.retention)
         let c = f.drink(-10)
         _ = try await controller.save(drinks: [c])
         await controller.catchUp()
@@ -372,7 +372,7 @@ struct CoffeeDataIndexTests {
         defer { f.cleanup() }
         let m = f.model()
         var drinks = (0..<50).map { f.drink(-Double($0) * 600, mg: Double(10 + $0)) }
-        await m.reset(drinks: drinks, anchor: 1)
+        await m.reset(drinks: drinks, anchor: 1, completeSince: f.clock.now() - CaffeineModel.retention)
         let replaced = Drink(uuid: drinks[3].uuid, mgCaffeine: 300, date: drinks[3].date + 60, version: 2, source: nil)
         await m.updateModel(newDrinks: [replaced, f.drink(-30)], deletedDrinks: [drinks[5].uuid, drinks[7].uuid], anchor: 2)
         drinks[3] = replaced

@@ -243,6 +243,51 @@ struct StoreDurabilityTests {
         #expect(try db.scalar("PRAGMA user_version") == StoreSchema.currentVersion)
     }
 
+    /// A version-2 file loses its index of live drinks by date (a third
+    /// B-tree that every new drink wrote) and keeps every row; reads by date
+    /// still answer, from the table.
+    @Test func versionTwoFileDropsItsDateIndex() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let live = drink(version: 2)
+        do {
+            let db = try Database(path: dir.storePath)
+            try db.execute(
+                """
+                PRAGMA application_id = \(StoreSchema.applicationID);
+                CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+                INSERT INTO meta(key, value) VALUES ('anchor', 0), ('purged_anchor', 0);
+                \(StoreSchema.recordsV2)
+                INSERT INTO records VALUES (4, x'\(live.uuid.uuidString.replacingOccurrences(of: "-", with: ""))', 2, 0,
+                    \(live.epochMilliseconds), 96, NULL, 'test', 0);
+                PRAGMA user_version = 2;
+                """)
+        }
+        let store = try openStore(dir)
+        #expect(await store.anchor == 4)
+        #expect(try await store.drinks(datedIn: t0.addingTimeInterval(-60)...t0.addingTimeInterval(60)) == [live])
+        let added = drink()
+        #expect(try await store.save([added]).anchor == 5)
+        await store.close()
+        let db = try Database(path: dir.storePath)
+        #expect(try db.scalar("PRAGMA user_version") == 3)
+        #expect(try db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'live_by_date'") == 0)
+        #expect(try db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'tombstones_by_time'") == 1)
+        #expect(try db.scalar("SELECT count(*) FROM records") == 2)
+    }
+
+    /// A new file has two B-trees that a new drink writes: the table and its
+    /// UUID index (the tombstones' index holds deletions only).
+    @Test func aNewFileIndexesNothingByDate() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        await store.close()
+        let db = try Database(path: dir.storePath)
+        #expect(try db.scalar("PRAGMA user_version") == StoreSchema.currentVersion)
+        #expect(try db.scalar("SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND sql LIKE '%date_ms%'") == 0)
+    }
+
     @Test func someoneElsesDatabaseIsRefused() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

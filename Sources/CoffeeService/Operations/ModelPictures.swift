@@ -5,8 +5,8 @@ import Foundation
 import HealthStore
 
 /// What the HTTP endpoint shows of the model (PROTOCOL.md §10): the live
-/// page and its assets, the picture (`/model.svg`, drawn from the store's
-/// drinks of the last 36 hours), and the first events of `/events` (the
+/// page and its assets, the picture (`/model.svg`, drawn from the drinks of
+/// the last 36 hours, which the model holds), and the first events of `/events` (the
 /// current model, so that a page draws at once; later ones come from
 /// `ModelService`'s publishing).
 struct ModelPictures: Sendable {
@@ -41,10 +41,20 @@ struct ModelPictures: Sendable {
         }
     }
 
+    /// The picture now, from the model's drinks (every commit made before
+    /// the request applied), or from the store while the model does not
+    /// cover the 36 hours yet (before it has loaded).
     func svg() async -> HTTPResponse {
+        await follower.catchUp()
         let now = clock.now()
+        let window = CaffeineChart.window(at: now)
         do {
-            let drinks = try await store.drinks(datedIn: CaffeineChart.window(at: now))
+            let drinks: [Drink]
+            if let held = await model.drinks(datedIn: window) {
+                drinks = held
+            } else {
+                drinks = try await store.drinks(datedIn: window)
+            }
             return HTTPResponse(
                 status: 200, contentType: "image/svg+xml", body: chart.svg(drinks, now: now), headers: Self.pageHeaders)
         } catch {
