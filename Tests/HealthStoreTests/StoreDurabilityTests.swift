@@ -204,6 +204,24 @@ struct StoreDurabilityTests {
         }
     }
 
+    /// A file as an older build wrote it: schema `version`, with `records`
+    /// (that version's table and indexes) and `rows` in it.
+    func olderFile(_ dir: TemporaryDirectory, version: Int, anchor: Int64, records: String, rows: String) throws {
+        let db = try Database(path: dir.storePath)
+        try db.execute(
+            """
+            PRAGMA application_id = \(StoreSchema.applicationID);
+            CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+            INSERT INTO meta(key, value) VALUES ('anchor', \(anchor)), ('purged_anchor', 0);
+            \(records)
+            \(rows)
+            PRAGMA user_version = \(version);
+            """)
+    }
+
+    /// A UUID as an SQL blob literal.
+    func blob(_ uuid: UUID) -> String { "x'\(uuid.uuidString.replacingOccurrences(of: "-", with: ""))'" }
+
     /// A version-1 file (records keyed by UUID) is migrated in place on
     /// open: every live drink and tombstone keeps its anchor, the rules still
     /// hold, and new anchors continue from the old ones.
@@ -212,21 +230,12 @@ struct StoreDurabilityTests {
         defer { dir.cleanup() }
         let live = drink(version: 2)
         let gone = UUID()
-        do {
-            let db = try Database(path: dir.storePath)
-            try db.execute(
-                """
-                PRAGMA application_id = \(StoreSchema.applicationID);
-                CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-                INSERT INTO meta(key, value) VALUES ('anchor', 7), ('purged_anchor', 0);
-                \(StoreSchema.recordsV1)
-                INSERT INTO records VALUES (x'\(live.uuid.uuidString.replacingOccurrences(of: "-", with: ""))', 2, 0, 5,
-                    \(live.epochMilliseconds), 96, NULL, 'test', 0);
-                INSERT INTO records VALUES (x'\(gone.uuidString.replacingOccurrences(of: "-", with: ""))', 3, 1, 7,
-                    NULL, NULL, NULL, NULL, \(Int64(t0.timeIntervalSince1970 * 1000)));
-                PRAGMA user_version = 1;
+        try olderFile(
+            dir, version: 1, anchor: 7, records: StoreSchema.recordsV1,
+            rows: """
+                INSERT INTO records VALUES (\(blob(live.uuid)), 2, 0, 5, \(live.epochMilliseconds), 96, NULL, 'test', 0);
+                INSERT INTO records VALUES (\(blob(gone)), 3, 1, 7, NULL, NULL, NULL, NULL, \(Int64(t0.timeIntervalSince1970 * 1000)));
                 """)
-        }
         let store = try openStore(dir)
         #expect(await store.anchor == 7)
         let all = try await store.changes(since: 0, limit: 10)
@@ -250,19 +259,9 @@ struct StoreDurabilityTests {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let live = drink(version: 2)
-        do {
-            let db = try Database(path: dir.storePath)
-            try db.execute(
-                """
-                PRAGMA application_id = \(StoreSchema.applicationID);
-                CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-                INSERT INTO meta(key, value) VALUES ('anchor', 0), ('purged_anchor', 0);
-                \(StoreSchema.recordsV2)
-                INSERT INTO records VALUES (4, x'\(live.uuid.uuidString.replacingOccurrences(of: "-", with: ""))', 2, 0,
-                    \(live.epochMilliseconds), 96, NULL, 'test', 0);
-                PRAGMA user_version = 2;
-                """)
-        }
+        try olderFile(
+            dir, version: 2, anchor: 0, records: StoreSchema.recordsV2,
+            rows: "INSERT INTO records VALUES (4, \(blob(live.uuid)), 2, 0, \(live.epochMilliseconds), 96, NULL, 'test', 0);")
         let store = try openStore(dir)
         #expect(await store.anchor == 4)
         #expect(try await store.drinks(datedIn: t0.addingTimeInterval(-60)...t0.addingTimeInterval(60)) == [live])

@@ -14,9 +14,21 @@ struct FileCopyTests {
         return url
     }()
 
+    /// A file of `bytes` bytes that repeat nowhere. Made 8 bytes at a time
+    /// by a xorshift generator: a byte at a time from the system generator
+    /// was a `getrandom` call per byte, seconds of both of the test pool's
+    /// threads for these megabytes, which starved every other test (an HTTP
+    /// route that had to answer within 5 s among them).
     private func source(bytes: Int) throws -> (path: String, data: Data) {
-        var generator = SystemRandomNumberGenerator()
-        let data = Data((0..<bytes).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        var state = UInt64.random(in: 1...UInt64.max)
+        var words = [UInt64](repeating: 0, count: (bytes + 7) / 8)
+        for i in words.indices {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            words[i] = state
+        }
+        let data = words.withUnsafeBytes { Data($0.prefix(bytes)) }
         let path = folder.appendingPathComponent("source").path
         try data.write(to: URL(fileURLWithPath: path))
         return (path, data)
