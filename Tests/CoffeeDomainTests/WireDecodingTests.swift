@@ -42,6 +42,21 @@ struct WireDecodingTests {
         }
     }
 
+    /// The `model` message's byte writer gives the bytes of the tree its
+    /// members make, for models of many drinks, times and half-lives.
+    @Test func theModelMessageIsTheTreesBytes() throws {
+        var rng = SplitMix(state: 7)
+        for i in 0..<40 {
+            let at = Date(timeIntervalSince1970: 1_796_000_000 + Double(rng.next() % 10_000_000) / 1000)
+            let drinks = (0..<(i % 7)).map { _ in
+                Drink(mgCaffeine: Double(rng.next() % 40_000) / 100, date: at - Double(rng.next() % 100_000), source: nil)
+            }
+            let model = CaffeineModel(halfLifeHours: [5, 4.5, 1 / 3][i % 3], timeZone: TimeZone(identifier: "UTC")!)
+                .snapshot(of: drinks, at: at, anchor: Int64(rng.next() % 1_000_000))
+            #expect(WireFormat.modelMessage(model) == Array(JSONValue.object(WireFormat.members(model)).data()))
+        }
+    }
+
     @Test func whatCannotBeReadIsNamed() {
         #expect(throws: WireFormat.DecodingError("missing \"date\"")) {
             try WireFormat.drink(.object([("uuid", .string(UUID().uuidString)), ("mgCaffeine", .int(5))]))

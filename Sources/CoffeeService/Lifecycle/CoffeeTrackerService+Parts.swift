@@ -70,7 +70,7 @@ extension CoffeeTrackerService {
             let modelService = ModelService(
                 store: store, model: model, controller: controller, configuration: c.modelServiceConfiguration,
                 publish: { snapshot in
-                    let body = JSONValue.object(WireFormat.members(snapshot)).data()
+                    let body = Data(WireFormat.modelMessage(snapshot))
                     broadcaster.publish("model", encoded: body)
                     if let http, http.hasEventStreams { http.publish(event: HTTPResponse.event("model", json: body)) }
                 })

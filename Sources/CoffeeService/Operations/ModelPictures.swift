@@ -72,6 +72,6 @@ struct ModelPictures: Sendable {
 
     /// The model as a server-sent event: the body of its `model` message.
     static func modelEvent(_ snapshot: ModelSnapshot) -> String {
-        HTTPResponse.event("model", data: String(decoding: JSONValue.object(WireFormat.members(snapshot)).data(), as: UTF8.self))
+        HTTPResponse.event("model", data: String(decoding: WireFormat.modelMessage(snapshot), as: UTF8.self))
     }
 }
