@@ -42,6 +42,9 @@ extension HealthStore {
     }
 
     /// Live drinks dated in `range`, oldest first: what a model window needs.
+    /// A scan of every record (schema version 3 keeps no index by date: about
+    /// 0.1 s per million records), so it is for what the model does not hold:
+    /// a rebuild, a model of a past time, a picture before the model has loaded.
     public func drinks(datedIn range: ClosedRange<Date>) throws -> [Drink] {
         guard db != nil else { throw StoreError.closed }
         return try statements.drinks(
