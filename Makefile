@@ -1,7 +1,7 @@
 # coffee-tracker — build, run and test on a fresh Debian machine (as root).
 SWIFT ?= swift
 CONFIG ?= config/coffee-tracker.json
-APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev pkg-config chromium chromium-driver fuse3
+APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev libmicrohttpd-dev libgnutls28-dev pkg-config chromium chromium-driver fuse3 openssl caddy nginx-light
 PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client selenium mfusepy
 
 .PHONY: all deps build release run test lint format unit integration pyenv bench bench-deps soak powercut tsan fuzz install clean
@@ -67,9 +67,10 @@ bench: release bench-deps
 	python3 bench/relay.py --subscribers 100 --out bench/relay-100.json
 	python3 bench/standby.py --out bench/standby.json
 	python3 bench/backup.py --out bench/backup.json
+	python3 bench/http.py --out bench/http.json
 
-## The baselines of bench/health.py (xmllint, unzip, healthkit-to-sqlite) and bench/backup.py (sqlite3).
-BENCH_APT := libxml2-utils unzip sqlite3
+## The baselines of bench/health.py (xmllint, unzip, healthkit-to-sqlite), bench/backup.py (sqlite3) and bench/http.py (openssl).
+BENCH_APT := libxml2-utils unzip sqlite3 openssl
 bench-deps:
 	@for p in $(BENCH_APT); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi

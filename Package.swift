@@ -29,6 +29,8 @@ let package = Package(
             name: "CArchive", path: "Sources/CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         // glibc's <malloc.h> (mallopt, malloc_trim): part of libc, nothing to link.
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
+        // The HTTP endpoint's server: libmicrohttpd (libmicrohttpd-dev) and GnuTLS (libgnutls28-dev) behind a header of its own.
+        .target(name: "CHTTPServer", linkerSettings: [.linkedLibrary("microhttpd"), .linkedLibrary("gnutls")]),
         // Linux calls Glibc's Swift module leaves out (sync_file_range), compiled with _GNU_SOURCE.
         .target(name: "CLinux"),
 
@@ -68,7 +70,7 @@ let package = Package(
             name: "CoffeeService",
             dependencies: [
                 "CoffeeDomain", "HealthStore", "CoffeeModel", "ZeroMQ", "CoffeeLogging", "CoffeeLifecycle", "Syscall",
-                "CMalloc", "CoffeeCharts", "CHealthXML", "CArchive", "CoffeeTrackerClient",
+                "CMalloc", "CoffeeCharts", "CHealthXML", "CArchive", "CoffeeTrackerClient", "CHTTPServer",
             ],
             swiftSettings: strict),
 

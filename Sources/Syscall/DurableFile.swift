@@ -40,6 +40,23 @@ public enum DurableFile {
         if durable { try syncFolder(folder) }
     }
 
+    /// Creates `path` with `mode` (never replacing a file; the umask neither
+    /// loosens nor tightens it), writes `text`, and syncs it and its folder.
+    ///
+    /// - Throws: `SystemCallError`; `EEXIST` when the file exists.
+    public static func create(_ text: String, at path: String, mode: mode_t) throws(SystemCallError) {
+        let fd = try Syscall.call("open", path) { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) }
+        defer { Syscall.close(fd) }
+        try Syscall.call("fchmod", path) { fchmod(fd, mode) }
+        var failure: SystemCallError?
+        Array(text.utf8).withUnsafeBytes { bytes in
+            do throws(SystemCallError) { try Syscall.writeAll(fd, bytes, detail: path) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        try Syscall.call("fsync", path) { fsync(fd) }
+        try syncFolder((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent)
+    }
+
     /// fsyncs a file's contents; returns its size.
     @discardableResult
     public static func syncFile(_ path: String) throws(SystemCallError) -> Int64 {

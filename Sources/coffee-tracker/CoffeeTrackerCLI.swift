@@ -25,6 +25,7 @@ struct CoffeeTrackerCLI {
         ("restore", "put a backup in place of the store, the service stopped"),
         ("relay", "forward the update feed to many subscribers, keeping the last model"),
         ("keygen", "write a CURVE key pair as ZeroMQ certificates (NAME.key, NAME.key_secret)"),
+        ("token", "make a token for the HTTP endpoint (Authorization: Bearer), with its roles"),
         ("check", "check a configuration and its key files without starting anything"),
     ]
 
@@ -69,6 +70,7 @@ struct CoffeeTrackerCLI {
             case "watch": code = try await WatchCommand.run(rest)
             case "import": code = try ImportCommand.run(rest)
             case "keygen": code = try KeygenCommand.run(rest)
+            case "token": code = try TokenCommand.run(rest)
             case "relay": code = try await RelayCommand.run(rest)
             default:
                 printError("coffee-tracker: unknown command \"\(command)\"\n\n\(usage)")

@@ -56,13 +56,16 @@ struct ConfigurationTests {
             {"dataDirectory": "d2", "inboxDirectory": "i2", "inbox": {"sweepIntervalS": 2},
              "ingest": {"bind": ["ipc:///a"], "connect": ["ipc:///b"], "receiveHighWaterMark": 7},
              "updates": {"bind": ["ipc:///c"], "sendHighWaterMark": 8}, "query": {"bind": ["ipc:///d"]},
-             "http": {"bind": "127.0.0.1:9"}, "model": {"halfLifeHours": 4, "timeZone": "Asia/Kathmandu", "sleepThresholdMg": 30},
+             "http": {"bind": "127.0.0.1:9", "tls": {"certificateFile": "c.pem", "keyFile": "k.pem"}, "maxConnections": 9,
+                      "idleTimeoutS": 9, "trustedProxies": ["127.0.0.1", "::1"], "lockoutS": 9},
+             "model": {"halfLifeHours": 4, "timeZone": "Asia/Kathmandu", "sleepThresholdMg": 30},
              "publish": {"modelIntervalMs": 7, "refreshIntervalS": 8, "heartbeatIntervalS": 9},
              "store": {"tombstoneRetentionDays": 3, "backupDirectory": "b"},
              "limits": {"maxMgCaffeine": 9, "maxFutureSkewS": 9, "earliestDate": "2001-01-01T00:00:00Z",
                         "maxMessageBytes": 999, "maxFileBytes": 999, "maxExportBytes": 999},
              "log": {"level": "debug", "format": "json"},
-             "security": {"allowPlaintextRemote": true, "curve": {"secretKeyFile": "s", "clientsDirectory": "k"}},
+             "security": {"allowPlaintextRemote": true, "curve": {"secretKeyFile": "s", "clientsDirectory": "k"},
+                          "tokensDirectory": "t"},
              "follow": {"query": "ipc:///q", "updates": "ipc://u", "serverKey": "\#(String(repeating: "A", count: 40))",
                         "keyFile": "standby.key_secret"}}
             """#)
@@ -71,7 +74,9 @@ struct ConfigurationTests {
         #expect(changed.count == ServiceConfiguration.keys.count)
         #expect(Set(changed).count == changed.count)
         #expect(c.ingest.receiveHighWaterMark == 7 && c.updates.sendHighWaterMark == 8 && c.limits.maxFileBytes == 999)
-        #expect(c.security.curve?.clientsDirectory == "/etc/ct/k")
+        #expect(c.security.curve?.clientsDirectory == "/etc/ct/k" && c.security.tokensDirectory == "/etc/ct/t")
+        #expect(c.http.tls == TLSFiles(certificateFile: "/etc/ct/c.pem", keyFile: "/etc/ct/k.pem"))
+        #expect(c.http.trustedProxies == ["127.0.0.1", "::1"] && c.httpConfiguration?.maxConnections == 9)
         #expect(
             c.follow
                 == .init(
@@ -93,7 +98,8 @@ struct ConfigurationTests {
         #expect(c.publish.heartbeatIntervalS == 1 && c.publish.modelIntervalMs == 100 && c.publish.refreshIntervalS == 60)
         #expect(c.store.tombstoneRetentionDays == 30 && c.inbox.sweepIntervalS == 10)
         #expect(ServiceConfiguration.keys(of: "").isSuperset(of: ["dataDirectory", "ingest", "security"]))
-        #expect(ServiceConfiguration.keys(of: "security") == ["curve", "allowPlaintextRemote"])
+        #expect(ServiceConfiguration.keys(of: "security") == ["curve", "allowPlaintextRemote", "tokensDirectory"])
+        #expect(c.http.maxConnections == 1024 && c.http.tls == nil && c.security.tokensDirectory == nil)
     }
 
     @Test(arguments: [

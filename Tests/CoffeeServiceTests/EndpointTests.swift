@@ -221,23 +221,35 @@ struct EndpointTests {
         await rig.cleanup()
     }
 
-    /// One request, one answer, then the connection closes; a head too long is closed unanswered.
-    @Test func theHTTPEndpointAnswersThroughItsRouteAndClosesOversizedHeads() async throws {
+    /// Requests are answered through the route, two on one kept-alive connection; a head over
+    /// the limit is refused 431 and the connection closed, so a request behind it is never answered.
+    @Test func theHTTPEndpointAnswersThroughItsRouteAndRefusesOversizedHeads() async throws {
         let rig = try Rig()
         var configuration = HTTPEndpoint.Configuration()
         configuration.bind = "127.0.0.1:0"
-        let endpoint = try HTTPEndpoint(configuration: configuration) { method, path in
-            path == "/hello" ? HTTPResponse(status: 200, body: "\(method) hello\n") : HTTPResponse(status: 404, body: "no\n")
+        let endpoint = try HTTPEndpoint(configuration: configuration) { request in
+            request.path == "/hello"
+                ? HTTPResponse(status: 200, body: "\(request.method) hello \(request.query["n"] ?? "")\n")
+                : HTTPResponse(status: 404, body: "no\n")
         }
         try await rig.running(endpoint) {
             let address = try #require(endpoint.boundAddress)
             let port = try #require(UInt16(address.split(separator: ":").last ?? ""))
-            let hello = try await blocking { try Self.exchange(port, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n") }
-            #expect(hello.hasPrefix("HTTP/1.1 200") && hello.hasSuffix("GET hello\n"), "\(hello)")
-            let other = try await blocking { try Self.exchange(port, "GET /other HTTP/1.1\r\n\r\n") }
+            let two = try await blocking {
+                try Self.exchange(
+                    port,
+                    "GET /hello?n=1 HTTP/1.1\r\nHost: x\r\n\r\nGET /hello?n=2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            }
+            #expect(two.hasPrefix("HTTP/1.1 200") && two.contains("GET hello 1\n") && two.hasSuffix("GET hello 2\n"), "\(two)")
+            let other = try await blocking {
+                try Self.exchange(port, "GET /other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            }
             #expect(other.hasPrefix("HTTP/1.1 404"), "\(other)")
-            let huge = "GET /hello HTTP/1.1\r\nX: " + String(repeating: "a", count: 20_000) + "\r\n\r\n"
-            #expect(try await blocking { try Self.exchange(port, huge) }.isEmpty)
+            let huge =
+                "GET /hello HTTP/1.1\r\nHost: x\r\nX: " + String(repeating: "a", count: 9_000)
+                + "\r\n\r\nGET /hello?n=behind HTTP/1.1\r\nHost: x\r\n\r\n"
+            let refused = try await blocking { try Self.exchange(port, huge) }
+            #expect(refused.hasPrefix("HTTP/1.1 431") && !refused.contains("hello behind"), "\(refused)")
         }
         await rig.cleanup()
     }

@@ -71,3 +71,31 @@ def test_the_page_fits_a_phone(service, browser):
     wait_until(lambda: text(browser, "status") == "live", timeout=20, what="the page to go live")
     overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0, f"the page scrolls sideways by {overflow} px on a phone"
+
+
+def test_a_browser_logs_in_with_a_token_and_the_page_and_its_events_follow(folder, browser):
+    from test_http import tokens_service
+    s = tokens_service(folder, tokens=[("laptop", "read")])
+    try:
+        base = f"http://{s.endpoints['http']}"
+        browser.get(base + "/")
+        assert "unauthenticated" in browser.page_source  # no token, no page
+        browser.get(f"{base}/login?token={s.tokens['laptop']}")
+        wait_until(lambda: browser.current_url == base + "/", timeout=10, what="the redirect to / without the token")
+        assert "token" not in browser.current_url
+        wait_until(lambda: text(browser, "status") == "live", timeout=20, what="the page to go live with the cookie")
+        anchor = int(text(browser, "anchor"))
+        assert s.request({"op": "add", "drinks": [drink(mg=150, offset_s=-60)]})["ok"]
+        wait_until(lambda: int(text(browser, "anchor")) > anchor, timeout=20, what="the event stream to follow the drink")
+        curve = browser.find_element("id", "curve")
+        wait_until(lambda: browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", curve) > 0,
+                   timeout=10, what="the picture to load with the cookie")
+        # Revoking the token ends the browser's cookie.
+        (s.folder / "tokens" / "laptop.token").unlink()
+        s.process.send_signal(__import__("signal").SIGHUP)
+        def refused():
+            browser.get(base + "/")
+            return "unauthenticated" in browser.page_source
+        wait_until(refused, timeout=10, what="the revoked cookie to be refused")
+    finally:
+        s.stop()

@@ -65,14 +65,7 @@ public enum ConfigurationLoader {
             if let v = try reader.endpoints(s, "query.bind") { c.query.bind = v.map { resolveIPC($0, folder) } }
         }
         if let s = try reader.section(top, "http", allowed: ServiceConfiguration.keys(of: "http")) {
-            if s.contains(where: { $0.0 == "bind" && $0.1 == .null }) {
-                c.http.bind = nil
-            } else if let v = try reader.string(s, "http.bind") {
-                guard let colon = v.lastIndex(of: ":"), UInt16(v[v.index(after: colon)...]) != nil, colon != v.startIndex else {
-                    throw reader.fail("http.bind", "must be host:port (127.0.0.1:5558) or null, got \"\(v)\"")
-                }
-                c.http.bind = v
-            }
+            c.http = try http(s, reader, folder)
         }
         if let s = try reader.section(top, "model", allowed: ServiceConfiguration.keys(of: "model")) {
             if let v = try reader.number(s, "model.halfLifeHours", above: 0, max: 48) { c.model.halfLifeHours = v }
@@ -125,6 +118,7 @@ public enum ConfigurationLoader {
         }
         if let s = try reader.section(top, "security", allowed: ServiceConfiguration.keys(of: "security")) {
             if let v = try reader.bool(s, "security.allowPlaintextRemote") { c.security.allowPlaintextRemote = v }
+            if let v = try reader.string(s, "security.tokensDirectory") { c.security.tokensDirectory = resolve(v, folder) }
             if let curve = try reader.section(s, "security.curve", allowed: ["secretKeyFile", "clientsDirectory"]) {
                 guard let secret = try reader.string(curve, "security.curve.secretKeyFile") else {
                     throw reader.fail("security.curve.secretKeyFile", "is required with security.curve")

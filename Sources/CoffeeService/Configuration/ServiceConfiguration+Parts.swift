@@ -67,6 +67,10 @@ extension ServiceConfiguration {
         http.bind.map { address in
             var part = HTTPEndpoint.Configuration()
             part.bind = address
+            part.tls = http.tls
+            part.maxConnections = http.maxConnections
+            part.idleTimeout = .milliseconds(Int64(http.idleTimeoutS * 1000))
+            part.maxBodyBytes = limits.maxMessageBytes
             return part
         }
     }

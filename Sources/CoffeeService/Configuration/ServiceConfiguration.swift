@@ -58,8 +58,16 @@ public struct ServiceConfiguration: Sendable, Equatable {
 
     /// `http`.
     public struct HTTP: Sendable, Equatable {
-        /// The monitoring endpoint (`host:port`); nil turns it off.
+        /// The HTTP endpoint (`host:port`); nil turns it off.
         public var bind: String? = HTTPEndpoint.Configuration().bind
+        /// `http.tls`: HTTPS with these PEM files (docs/protocol.md §12).
+        public var tls: TLSFiles?
+        public var maxConnections = HTTPEndpoint.Configuration().maxConnections
+        public var idleTimeoutS = seconds(HTTPEndpoint.Configuration().idleTimeout)
+        /// Proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed.
+        public var trustedProxies: [String] = []
+        /// How long an address past 20 failed tokens in this time is refused (429).
+        public var lockoutS = 60.0
     }
 
     /// `model`.
@@ -108,6 +116,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
         public var curve: Curve?
         /// Plaintext on addresses other than loopback.
         public var allowPlaintextRemote = false
+        /// The HTTP endpoint's tokens (`NAME.token` files, docs/protocol.md §12); nil: no tokens.
+        public var tokensDirectory: String?
 
         public struct Curve: Sendable, Equatable {
             /// The service's own `.key_secret`.
@@ -153,6 +163,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Key("ingest.receiveHighWaterMark", \.ingest.receiveHighWaterMark),
         Key("updates.bind", \.updates.bind), Key("updates.sendHighWaterMark", \.updates.sendHighWaterMark),
         Key("query.bind", \.query.bind), Key("http.bind", \.http.bind),
+        Key("http.tls", \.http.tls), Key("http.maxConnections", \.http.maxConnections),
+        Key("http.idleTimeoutS", \.http.idleTimeoutS), Key("http.trustedProxies", \.http.trustedProxies),
+        Key("http.lockoutS", \.http.lockoutS),
         Key("model.halfLifeHours", \.model.halfLifeHours), Key("model.timeZone", \.model.timeZone),
         Key("model.sleepThresholdMg", \.model.sleepThresholdMg),
         Key("publish.modelIntervalMs", \.publish.modelIntervalMs),
@@ -166,6 +179,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Key("log.level", \.log.level), Key("log.format", \.log.format),
         Key("security.curve", \.security.curve),
         Key("security.allowPlaintextRemote", \.security.allowPlaintextRemote),
+        Key("security.tokensDirectory", \.security.tokensDirectory),
         Key("follow.query", \.follow?.query), Key("follow.updates", \.follow?.updates),
         Key("follow.serverKey", \.follow?.serverKey), Key("follow.keyFile", \.follow?.keyFile),
     ]

@@ -54,8 +54,13 @@ extension CoffeeTrackerService {
             let zap = try security.registry.map { try ZAPHandler(context: context, registry: $0, counters: counters) }
             let partsBox = PartsBox()
             let pictures = ModelPictures(store: store, model: model, follower: controller, chart: c.chart, clock: clock)
+            let gate = HTTPGate(
+                configuration: .init(
+                    tokens: security.tokens, trustedProxies: Set(c.http.trustedProxies), tls: c.http.tls != nil,
+                    lockout: .milliseconds(Int64(c.http.lockoutS * 1000))), counters: counters)
             let http = try c.httpConfiguration.map { httpConfiguration in
-                try HTTPEndpoint(configuration: httpConfiguration) { method, path in
+                try HTTPEndpoint(configuration: httpConfiguration) { request in
+                    if let refusal = gate.refusal(for: request) { return refusal }
                     guard let parts = partsBox.parts else { return HTTPResponse(status: 503, body: "starting\n") }
                     return await OperationsRoutes(
                         store: parts.store, phase: self.phase,
@@ -63,7 +68,7 @@ extension CoffeeTrackerService {
                             counters: self.counters, store: parts.store, broadcaster: parts.broadcaster, model: parts.model,
                             following: parts.standby?.status),
                         pictures: pictures
-                    ).answer(method, path)
+                    ).answer(request)
                 }
             }
             // Each model goes to the bus's subscribers and to the page's event streams.

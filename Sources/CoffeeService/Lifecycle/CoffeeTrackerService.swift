@@ -101,7 +101,8 @@ public final class CoffeeTrackerService: Sendable {
                 if Task.isCancelled { return }
                 if signal == SIGHUP {
                     ConfigurationReload(
-                        running: configuration, path: configurationPath, registry: security.registry, notifier: notifier
+                        running: configuration, path: configurationPath, registry: security.registry,
+                        tokens: security.tokens, http: parts.http, notifier: notifier
                     ).reload()
                     continue
                 }

@@ -17,11 +17,13 @@ public final class ServiceCounters: Sendable {
     public let subscribers = Atomic<Int>(0)
     /// Update messages the publisher's bounded queue had to drop.
     public let updatesDropped = Atomic<Int>(0)
-    /// Connections the ZAP handler refused (PROTOCOL.md §6), and per endpoint.
+    /// Connections the ZAP handler refused (docs/protocol.md §6) and HTTP tokens refused (§12), and per endpoint.
     public let authDenied = Atomic<Int>(0)
     public let authDeniedIngest = Atomic<Int>(0)
     public let authDeniedUpdates = Atomic<Int>(0)
     public let authDeniedQuery = Atomic<Int>(0)
+    /// HTTP requests whose token matched none (docs/protocol.md §12).
+    public let authDeniedHTTP = Atomic<Int>(0)
     /// `received` per channel, for metrics.
     public let receivedBus = Atomic<Int>(0)
     public let receivedQuery = Atomic<Int>(0)

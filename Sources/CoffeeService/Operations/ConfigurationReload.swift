@@ -9,13 +9,19 @@ struct ConfigurationReload {
     let path: String?
     /// The clients directory, under `security.curve`.
     let registry: ClientRegistry?
+    /// The HTTP endpoint's tokens, under `security.tokensDirectory`.
+    let tokens: TokenRegistry?
+    /// The HTTP endpoint, whose certificate is read again under `http.tls`.
+    let http: HTTPEndpoint?
     let notifier: SystemdNotifier
     private let logger: Logger
 
     init(
-        running: ServiceConfiguration, path: String?, registry: ClientRegistry?, notifier: SystemdNotifier,
-        logger: Logger = Logger(label: "service")
+        running: ServiceConfiguration, path: String?, registry: ClientRegistry?, tokens: TokenRegistry?, http: HTTPEndpoint?,
+        notifier: SystemdNotifier, logger: Logger = Logger(label: "service")
     ) {
+        self.tokens = tokens
+        self.http = http
         self.logger = logger
         self.running = running
         self.path = path
@@ -23,7 +29,8 @@ struct ConfigurationReload {
         self.notifier = notifier
     }
 
-    /// SIGHUP: `log.level` and the clients directory are read again; other
+    /// SIGHUP: `log.level`, the clients and tokens directories and the TLS
+    /// certificate are read again; other
     /// keys that changed are named in the log (they need a restart). A file
     /// or a certificate that cannot be read keeps what was there and says why.
     func reload() {
@@ -48,13 +55,18 @@ struct ConfigurationReload {
         } catch {
             logger.error("could not read the configuration again; nothing changed", metadata: ["error": "\(error)"])
         }
-        guard let registry else { return }
+        http?.reloadCertificate()
+        if let tokens { reload("tokens", tokens.directory) { try tokens.reload() } }
+        if let registry { reload("clients", registry.directory) { try registry.reload() } }
+    }
+
+    /// Reads a directory of credentials again (`what`: tokens, clients); one that fails keeps the old list.
+    private func reload(_ what: String, _ directory: String, _ read: () throws -> Int) {
         do {
-            let count = try registry.reload()
-            logger.notice(
-                "reloaded the clients directory", metadata: ["clients": "\(count)", "directory": "\(registry.directory)"])
+            let count = try read()
+            logger.notice("reloaded the \(what) directory", metadata: ["\(what)": "\(count)", "directory": "\(directory)"])
         } catch {
-            logger.error("could not reload the clients directory; keeping the old list", metadata: ["error": "\(error)"])
+            logger.error("could not reload the \(what) directory; keeping the old list", metadata: ["error": "\(error)"])
         }
     }
 }

@@ -10,9 +10,13 @@ struct OperationsRoutes: Sendable {
     let metrics: ServiceMetrics
     let pictures: ModelPictures
 
-    func answer(_ method: String, _ path: String) async -> HTTPResponse {
-        if let answer = await pictures.answer(path) { return answer }
-        switch path {
+    func answer(_ request: HTTPRequest) async -> HTTPResponse {
+        guard request.method == "GET" || request.method == "HEAD" else {
+            return HTTPGate.error(
+                405, "method_not_allowed", "\(request.path) answers GET and HEAD", headers: ["Allow": "GET, HEAD"])
+        }
+        if let answer = await pictures.answer(request.path) { return answer }
+        switch request.path {
         case "/healthz":
             return await store.answers(within: .seconds(1))
                 ? HTTPResponse(status: 200, body: "ok\n")
@@ -30,7 +34,8 @@ struct OperationsRoutes: Sendable {
         case "/metrics":
             return HTTPResponse(status: 200, contentType: MetricsExposition.contentType, body: await metrics.text())
         default:
-            return HTTPResponse(status: 404, body: "not found; try /, /model.svg, /events, /metrics, /healthz or /readyz\n")
+            return HTTPGate.error(
+                404, "not_found", "no route \(request.path); try /, /model.svg, /events, /metrics, /healthz or /readyz")
         }
     }
 }

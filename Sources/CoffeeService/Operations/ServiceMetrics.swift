@@ -50,11 +50,13 @@ struct ServiceMetrics: Sendable {
             "coffee_tracker_updates_dropped_total", "Update messages dropped by the publisher's queue.",
             [([], Double(c.updatesDropped.value))])
         m.counter(
-            "coffee_tracker_auth_denied_total", "Connections the ZAP handler refused, by endpoint.",
+            "coffee_tracker_auth_denied_total",
+            "Connections the ZAP handler refused, and HTTP requests with a token that matched none, by endpoint.",
             [
                 ([("endpoint", "ingest")], Double(c.authDeniedIngest.value)),
                 ([("endpoint", "updates")], Double(c.authDeniedUpdates.value)),
                 ([("endpoint", "query")], Double(c.authDeniedQuery.value)),
+                ([("endpoint", "http")], Double(c.authDeniedHTTP.value)),
             ])
         m.gauge("coffee_tracker_store_bytes", "The store's database and WAL files.", Double(store.fileBytes))
         m.gauge(

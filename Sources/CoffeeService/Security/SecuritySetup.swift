@@ -14,6 +14,8 @@ public struct SecuritySetup: Sendable {
     public var keys: CurveKeyPair?
     /// The admitted clients; nil for plaintext.
     public var registry: ClientRegistry?
+    /// The HTTP endpoint's tokens (`security.tokensDirectory`); nil: no tokens.
+    public var tokens: TokenRegistry?
     /// What start-up should say at warning (plaintext allowed across hosts).
     public var warnings: [String] = []
 
@@ -49,6 +51,14 @@ public struct SecuritySetup: Sendable {
                 throw Refusal(description: error.description)
             }
         }
+        if let directory = configuration.security.tokensDirectory {
+            do {
+                setup.tokens = try TokenRegistry(directory: directory)
+            } catch {
+                throw Refusal(description: error.description)
+            }
+        }
+        if let problem = httpProblems(configuration).first { throw Refusal(description: problem) }
         for (key, endpoint) in plaintextEndpoints(configuration, curve: setup.isCurve) where !isLoopback(endpoint) {
             if configuration.security.allowPlaintextRemote {
                 setup.warnings.append(
@@ -71,6 +81,10 @@ public struct SecuritySetup: Sendable {
             do { _ = try secretKey(settings.secretKeyFile) } catch { problems.append("\(error)") }
             do { _ = try ClientRegistry(directory: settings.clientsDirectory) } catch { problems.append(error.description) }
         }
+        if let directory = configuration.security.tokensDirectory {
+            do { _ = try TokenRegistry(directory: directory) } catch { problems.append(error.description) }
+        }
+        problems += httpProblems(configuration)
         // Plaintext addresses, all of them (prepare stops at the first).
         if !configuration.security.allowPlaintextRemote {
             for (key, endpoint) in plaintextEndpoints(configuration, curve: configuration.security.curve != nil)
@@ -87,19 +101,7 @@ public struct SecuritySetup: Sendable {
     /// - Parameter option: how the file was named, for the refusal
     ///   (`--secret-key-file` for the relay).
     public static func secretKey(_ path: String, option: String = "security.curve.secretKeyFile") throws -> CurveKeyPair {
-        var info = stat()
-        do {
-            try Syscall.call("stat", path) { stat(path, &info) }
-        } catch {
-            throw Refusal(description: "\(option) \(path) cannot be used: \(error)")
-        }
-        let mode = info.st_mode & 0o777
-        guard mode & 0o077 == 0 else {
-            throw Refusal(
-                description:
-                    "\(option) \(path) is readable by group or others (mode \(String(mode, radix: 8))): a secret key must be private; chmod 600 \(path)"
-            )
-        }
+        if let problem = PrivateKeyFile.problem(path, option: option) { throw Refusal(description: problem) }
         let certificate: CurveCertificate
         do {
             certificate = try CurveCertificate.load(path: path)
@@ -112,6 +114,21 @@ public struct SecuritySetup: Sendable {
                     "\(option) \(path) holds no secret-key: name the .key_secret file, not the public .key")
         }
         return pair
+    }
+
+    /// `http.tls` needs tokens (docs/protocol.md §12: TLS is for a door that
+    /// faces other hosts, and such a door has tokens), and a certificate and
+    /// key that can be used.
+    static func httpProblems(_ configuration: ServiceConfiguration) -> [String] {
+        guard let tls = configuration.http.tls, configuration.http.bind != nil else { return [] }
+        var problems: [String] = []
+        if configuration.security.tokensDirectory == nil {
+            problems.append(
+                "http.tls is set without security.tokensDirectory: an HTTPS endpoint faces other hosts, and needs tokens (coffee-tracker token NAME)"
+            )
+        }
+        do { try tls.check() } catch { problems.append(error.description) }
+        return problems
     }
 
     /// Whether a `tcp://host:port` endpoint is on loopback (127.0.0.0/8, ::1, localhost).
@@ -132,14 +149,16 @@ public struct SecuritySetup: Sendable {
                 !["ingest.connect", "follow.query", "follow.updates"].contains($0.key)
             }
         }
-        if let http = configuration.http.bind { plaintext.append((key: "http.bind", endpoint: "tcp://" + http)) }
+        if let http = configuration.http.bind, configuration.http.tls == nil {
+            plaintext.append((key: "http.bind", endpoint: "tcp://" + http))
+        }
         return plaintext.filter { $0.endpoint.hasPrefix("tcp://") }
     }
 
     static func refusal(_ key: String, _ endpoint: String) -> String {
         if key == "http.bind" {
             return
-                "http.bind \(displayed(endpoint, key)) is not a loopback address, and the HTTP endpoint serves health data in plaintext, for one machine only. Bind it to 127.0.0.1 behind a TLS proxy, or set security.allowPlaintextRemote: true to accept plaintext across the network"
+                "http.bind \(displayed(endpoint, key)) is not a loopback address, and the HTTP endpoint serves health data in plaintext, for one machine only. Set http.tls and security.tokensDirectory, bind it to 127.0.0.1 behind a TLS proxy, or set security.allowPlaintextRemote: true to accept plaintext across the network (with tokens: a TLS proxy on another host)"
         }
         return
             "\(key) \(endpoint) is not a loopback address, and without CURVE the service speaks plaintext, for one machine only. Set security.curve (PROTOCOL.md §6), or security.allowPlaintextRemote: true to accept plaintext across the network"

@@ -70,21 +70,12 @@ enum KeygenCommand {
 
     /// Creates `path` with `mode` (never replacing a file), writes and syncs it.
     private static func write(_ text: String, to path: String, mode: mode_t) throws {
-        let fd: Int32
         do {
-            fd = try Syscall.call("open", path) { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) }
+            try DurableFile.create(text, at: path, mode: mode)
         } catch {
             if error.errno == EEXIST { throw KeygenError(description: "\(path) exists already; keygen never overwrites a key") }
             throw error
         }
-        defer { Syscall.close(fd) }
-        try Syscall.call("fchmod", path) { fchmod(fd, mode) }  // the umask does not loosen or tighten it
-        var failure: SystemCallError?
-        Array(text.utf8).withUnsafeBytes { bytes in
-            do throws(SystemCallError) { try Syscall.writeAll(fd, bytes, detail: path) } catch { failure = error }
-        }
-        if let failure { throw failure }
-        try Syscall.call("fsync", path) { fsync(fd) }
     }
 }
 

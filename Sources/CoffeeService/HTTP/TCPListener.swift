@@ -33,11 +33,25 @@ enum TCPListener {
                     _ = try Syscall.call("bind", "http.bind \(address)") { bind(fd, sa, length) }
                 }
             }
-            try Syscall.call("listen", address) { Glibc.listen(fd, 64) }
+            try Syscall.call("listen", address) { Glibc.listen(fd, 1024) }
         } catch {
             Syscall.close(fd)
             throw error
         }
         return fd
+    }
+
+    /// The address `fd` is bound to, `host:port`.
+    static func address(of fd: Int32) -> String? {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) == 0 }
+        }
+        guard ok else { return nil }
+        var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+        inet_ntop(AF_INET, &address.sin_addr, &text, socklen_t(text.count))
+        let host = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return "\(host):\(UInt16(bigEndian: address.sin_port))"
     }
 }
