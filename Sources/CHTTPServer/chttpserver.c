@@ -60,6 +60,9 @@ struct cth_exchange {
     uint8_t *pending;
     size_t pending_start, pending_end, pending_capacity;
     int stream_ended;
+    // A plain (not TLS) stream's socket: while the stream is suspended, and so
+    // libmicrohttpd leaves its socket alone, an event is sent on it at once.
+    int direct_fd;
     struct cth_exchange *prev_stream, *next_stream;
     // Waiting for its answer (a stop answers those still waiting).
     int is_waiting;
@@ -449,6 +452,7 @@ static enum MHD_Result queue_answer(cth_exchange *exchange) {
     server->streams = exchange;
     server->stream_count++;
     if (exchange->link) exchange->link->deadline_ms = 0;
+    exchange->direct_fd = !server->config.tls && exchange->link ? exchange->link->fd : -1;
     pthread_mutex_unlock(&server->lock);
     struct MHD_Response *response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, exchange, NULL);
     if (!response) return MHD_NO;
@@ -674,10 +678,13 @@ cth_server *cth_server_start(
     struct MHD_OptionItem options[] = {
         {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)library_log, server},  // first, so that every message comes here
         {MHD_OPTION_LISTEN_SOCKET, config->listen_fd, NULL},
-        {MHD_OPTION_CONNECTION_LIMIT, config->max_connections + 64, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, config->max_connections * 2 + 64, NULL},  // split among the pool's threads
         {MHD_OPTION_CONNECTION_TIMEOUT, config->idle_timeout_s, NULL},
-        // Room for a head a little over the limit, so that the check above names it.
-        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)(config->max_head_bytes * 2 + 8192), NULL},
+        {MHD_OPTION_THREAD_POOL_SIZE, 2, NULL},
+        // Each connection's pool, zeroed whole after every request (so a kept-alive
+        // connection costs all of it): room for a head at the limit and the
+        // answer's header, so that a head a little over it is named by the check above.
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)(config->max_head_bytes + 8192), NULL},
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify_connection, server},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, server},
         {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)request_line, server},
@@ -777,8 +784,21 @@ void cth_server_broadcast(cth_server *server, const uint8_t *bytes, size_t lengt
     int n = 0;
     for (cth_exchange *s = server->streams; s; s = s->next_stream) {
         if (s->stream_ended) continue;
-        if (append_pending(s, bytes, length) < 0) s->stream_ended = 1;  // too far behind: ended, its browser reconnects
-        if (s->suspended && resume) {
+        size_t sent = 0;
+        // Suspended with nothing pending: libmicrohttpd has handed all it had to
+        // the kernel and leaves the socket alone, so the event goes out now,
+        // without waking its thread (the connection stays suspended).
+        if (s->suspended && s->direct_fd >= 0 && s->pending_end == s->pending_start) {
+            ssize_t n_sent;
+            do n_sent = send(s->direct_fd, bytes, length, MSG_DONTWAIT | MSG_NOSIGNAL);
+            while (n_sent < 0 && errno == EINTR);
+            if (n_sent == (ssize_t)length) continue;
+            if (n_sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK) s->stream_ended = 1;  // the client is gone
+            else if (n_sent > 0) sent = (size_t)n_sent;
+        }
+        // The rest waits for libmicrohttpd, which sends it when the socket takes it.
+        if (!s->stream_ended && append_pending(s, bytes + sent, length - sent) < 0) s->stream_ended = 1;
+        if (s->suspended && resume) {  // to send what is pending, or to end
             s->suspended = 0;
             resume[n++] = s->connection;
         }

@@ -200,6 +200,18 @@ def test_https_with_a_certificate_made_here_and_a_renewal_served_after_sighup(fo
         assert door.get("/healthz")[0] == 200
         status, headers, _ = door.get(f"/login?token={token}")
         assert status == 303 and "Secure" in headers["set-cookie"]
+        # Live events over TLS (libmicrohttpd writes them: no plain socket to write to).
+        c = door.connection()
+        c.request("GET", "/events", headers={"Authorization": f"Bearer {token}"})
+        r = c.getresponse()
+        assert r.status == 200 and r.readline().startswith(b"retry:")
+        anchor = s.request({"op": "ping"})["anchor"]
+        assert s.request({"op": "add", "drinks": [drink()]})["ok"]
+        seen, deadline = b"", time.time() + 10
+        while f'"anchor":{anchor + 1}'.encode() not in seen:
+            assert time.time() < deadline, seen[-200:]
+            seen += r.readline()
+        c.close()
         # Plain HTTP on the TLS port: no HTTP answer.
         host, port = s.endpoints["http"].rsplit(":", 1)
         plain = socket.create_connection((host, int(port)), timeout=5)
