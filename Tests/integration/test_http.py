@@ -154,6 +154,9 @@ def test_the_login_cookie_works_until_its_token_is_revoked(folder):
         for attribute in ("HttpOnly", "SameSite=Strict", "Path=/"):
             assert attribute in cookie, cookie
         assert "Secure" not in cookie  # plain HTTP on loopback
+        # X-Forwarded-* are believed from http.trustedProxies only (none here).
+        _, spoofed, _ = door.get(f"/login?token={token}", headers={"X-Forwarded-Proto": "https"})
+        assert "Secure" not in spoofed["set-cookie"]
         pair = cookie.split(";")[0]
         assert door.get("/", cookie=pair)[0] == 200
         assert door.get("/model.svg", cookie="other=1; " + pair)[0] == 200
