@@ -1,8 +1,8 @@
 # coffee-tracker — build, run and test on a fresh Debian machine (as root).
 SWIFT ?= swift
 CONFIG ?= config/coffee-tracker.json
-APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev libmicrohttpd-dev libgnutls28-dev pkg-config chromium chromium-driver fuse3 openssl caddy nginx-light
-PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client selenium mfusepy
+APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev libmicrohttpd-dev libgnutls28-dev pkg-config chromium chromium-driver fuse3 openssl caddy nginx-light curl nodejs
+PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client selenium mfusepy pyyaml jinja2
 
 .PHONY: all deps build release run test lint format unit integration pyenv bench bench-deps soak powercut tsan fuzz install clean
 
@@ -17,7 +17,7 @@ deps:
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
-	@python3 -c "import zmq, pytest, pytest_timeout, prometheus_client, selenium, mfusepy" 2>/dev/null || python3 -m pip install -q $(PY_PACKAGES)
+	@python3 -c "import zmq, pytest, pytest_timeout, prometheus_client, selenium, mfusepy, yaml, jinja2" 2>/dev/null || python3 -m pip install -q $(PY_PACKAGES)
 	@command -v cc >/dev/null || command -v gcc >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc >/dev/null; }
 
 build: deps
@@ -97,7 +97,7 @@ powercut: release
 ## seeded from Fuzz/corpus (nesting-heavy seeds: Fuzz/make_nesting_seeds.py);
 ## a crash stops the run and leaves its input in .build/fuzz/TARGET.
 SECONDS ?= 60
-FUZZ_TARGETS := json bus inbox-json jsonl plist plist-check config
+FUZZ_TARGETS := json bus inbox-json jsonl plist plist-check config health-auto-export
 ## Property-list inputs may reach 256 KiB: nesting past what crashed Foundation takes more than 64 KiB.
 fuzz: deps
 	cd Fuzz && $(SWIFT) build -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing

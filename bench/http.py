@@ -11,11 +11,18 @@ baseline from the same invocation, against the release service on loopback:
 3. TLS handshakes per second, each a full handshake on a new connection
    (`openssl s_time -new`), against the service under `http.tls` and
    against `openssl s_server` with the same certificate, alternated.
+4. The JSON API (§12) over HTTPS with a token: `POST /api/v1/drinks` of one
+   drink at 100 requests/s on a kept-alive connection, p99, beside the query
+   endpoint's `add` at the same rate (alternated trials, one service); and
+   100-drink POSTs at full speed (two client processes, bodies made before
+   the clock starts), drinks stored per second, beside the bus at full speed
+   (the shared load generator, 100-event and 1-event messages).
 
     python3 bench/http.py [--binary .build/release/coffee-tracker] [--out bench/http.json]
 """
 import argparse
 import json
+import os
 import re
 import socket
 import statistics
@@ -23,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import zmq
@@ -161,6 +169,135 @@ def handshakes(binary, trials=3, seconds=8):
             service.stop()
 
 
+def write_token(folder):
+    """A token of the service's format (docs/protocol.md §12), written before it starts."""
+    import base64
+    import hashlib
+    token = "ct_" + base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+    tokens = folder / "tokens"
+    tokens.mkdir(mode=0o700, exist_ok=True)
+    (tokens / "bench.token").write_text(json.dumps({"name": "bench", "sha256": hashlib.sha256(token.encode()).hexdigest(),
+                                                   "roles": ["read", "write"]}))
+    (tokens / "bench.token").chmod(0o600)
+    return token
+
+
+def one_drink(i):
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600 * 24 * (i % 300) - 60))
+    return {"uuid": str(uuid.uuid4()).upper(), "mgCaffeine": 64 + i % 50, "date": at}
+
+
+def api_latency(port, cert, token, seconds, rate=100):
+    import http.client
+    import ssl
+    context = ssl.create_default_context(cafile=str(cert))
+    c = http.client.HTTPSConnection("localhost", port, context=context, timeout=30)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    times = []
+    end = time.perf_counter() + seconds
+    i = 0
+    while time.perf_counter() < end:
+        body = json.dumps(one_drink(i)).encode()
+        started = time.perf_counter()
+        c.request("POST", "/api/v1/drinks", body=body, headers=headers)
+        reply = c.getresponse().read()
+        times.append((time.perf_counter() - started) * 1000)
+        assert b'"added":1' in reply, reply
+        i += 1
+        time.sleep(max(0.0, 1 / rate - (time.perf_counter() - started)))
+    c.close()
+    return {"p50_ms": percentile(times, 0.5), "p99_ms": percentile(times, 0.99), "requests": len(times)}
+
+
+def query_latency(endpoint, seconds, rate=100):
+    sock = zmq.Context.instance().socket(zmq.REQ)
+    sock.connect(endpoint)
+    times = []
+    end = time.perf_counter() + seconds
+    i = 0
+    while time.perf_counter() < end:
+        body = json.dumps({"op": "add", "drinks": [one_drink(i)]}).encode()
+        started = time.perf_counter()
+        sock.send(body)
+        reply = sock.recv()
+        times.append((time.perf_counter() - started) * 1000)
+        assert b'"added":1' in reply, reply
+        i += 1
+        time.sleep(max(0.0, 1 / rate - (time.perf_counter() - started)))
+    sock.close(0)
+    return {"p50_ms": percentile(times, 0.5), "p99_ms": percentile(times, 0.99), "requests": len(times)}
+
+
+POSTER = """
+import http.client, json, ssl, sys, time
+port, cert, token, bodies = int(sys.argv[1]), sys.argv[2], sys.argv[3], json.load(open(sys.argv[4]))
+payloads = [json.dumps(b).encode() for b in bodies]
+c = http.client.HTTPSConnection("localhost", port, context=ssl.create_default_context(cafile=cert), timeout=60)
+headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+sys.stdout.write("ready\n"); sys.stdout.flush(); sys.stdin.readline()
+added = 0
+for p in payloads:
+    c.request("POST", "/api/v1/drinks", body=p, headers=headers)
+    added += json.loads(c.getresponse().read())["added"]
+print(added)
+"""
+
+
+def api_full_speed(port, cert, token, folder, posts=1000, per_post=100, clients=2):
+    procs = []
+    for k in range(clients):
+        bodies = [[one_drink(k * 10_000_000 + j * per_post + i) for i in range(per_post)] for j in range(posts // clients)]
+        path = folder / f"bodies-{k}.json"
+        path.write_text(json.dumps(bodies))
+        p = subprocess.Popen([sys.executable, "-c", POSTER, str(port), str(cert), token, str(path)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert p.stdout.readline().strip() == "ready"
+        procs.append(p)
+    started = time.perf_counter()
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    added = sum(int(p.stdout.readline()) for p in procs)
+    elapsed = time.perf_counter() - started
+    for p in procs:
+        p.wait(30)
+    return {"drinks": added, "seconds": elapsed, "drinks_per_s": added / elapsed}
+
+
+def api(binary, loadgen, trials=3, seconds=10):
+    from peers import run_loadgen
+    with tempfile.TemporaryDirectory(prefix="ct-api-") as d:
+        folder = Path(d)
+        key, cert = folder / "key.pem", folder / "cert.pem"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                        "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost"], check=True, capture_output=True)
+        key.chmod(0o600)
+        token = write_token(folder)
+        service = Service(binary, folder, {
+            "http": {"bind": "127.0.0.1:0", "tls": {"certificateFile": str(cert), "keyFile": str(key)}},
+            "security": {"tokensDirectory": str(folder / "tokens")}})
+        try:
+            port = int(service.endpoints["http"].rsplit(":", 1)[1])
+            rows = []
+            for _ in range(trials):
+                http_row = api_latency(port, cert, token, seconds)
+                query_row = query_latency(f"ipc://{d}/q", seconds)
+                rows.append({"http": http_row, "query": query_row, "p99_ratio": http_row["p99_ms"] / query_row["p99_ms"]})
+            full = api_full_speed(port, cert, token, folder)
+            bus_100 = run_loadgen(loadgen, f"ipc://{d}/in", f"ipc://{d}/up", 100_000, batch=100)
+            bus_1 = run_loadgen(loadgen, f"ipc://{d}/in", f"ipc://{d}/up", 100_000, batch=1)
+            return {
+                "latency_trials": rows, "median_p99_ratio": statistics.median(r["p99_ratio"] for r in rows),
+                "full_speed_100_drink_posts": full,
+                "bus_full_speed_100_event_messages": bus_100, "bus_full_speed_single_event": bus_1,
+                "ratio_to_bus_100": full["drinks_per_s"] / bus_100["events_per_s"],
+                "ratio_to_bus_1": full["drinks_per_s"] / bus_1["events_per_s"],
+            }
+        finally:
+            service.stop()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", default=str(ROOT / ".build/release/coffee-tracker"))
@@ -177,6 +314,11 @@ def main():
     print("http: TLS handshakes per second, the service against openssl s_server", flush=True)
     results["tls_handshakes"] = handshakes(args.binary)
     print(json.dumps(results["tls_handshakes"]), flush=True)
+    print("http: the JSON API over HTTPS against the query endpoint and the bus", flush=True)
+    from peers import build
+    loadgen, _ = build(ROOT / ".build/peers")
+    results["api"] = api(args.binary, loadgen)
+    print(json.dumps(results["api"]), flush=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.out}")
 

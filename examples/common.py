@@ -1,7 +1,15 @@
-"""Finding the service: the endpoints it really bound, from endpoints.json."""
+"""Finding the service: the endpoints it really bound, from endpoints.json.
+
+Importing it also lets the examples find the client library in this clone
+(clients/python) when it is not installed, so that `python3
+examples/subscribe.py` works right after `make run`; an installed copy
+(`pip install ./clients/python`) comes first."""
 import json
 import os
+import sys
 from pathlib import Path
+
+sys.path.append(str(Path(__file__).resolve().parents[1] / "clients" / "python"))
 
 
 def endpoints(data_dir):

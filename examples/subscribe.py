@@ -2,16 +2,17 @@
 """Follows the service as a complication or a widget would: every drink
 added or deleted, and the model, kept in step with the store through
 restarts and dropped messages by the client library's `follow()`
-(clients/python: pip install ./clients/python).
+(clients/python, found in this clone, or installed with pip install
+./clients/python).
 
     python3 examples/subscribe.py            # until Ctrl-C
     python3 examples/subscribe.py --count 3  # three updates after the first state, then exit
 """
 import argparse
 
-from coffee_tracker import Client
+from common import endpoints  # first: it finds the client library in this clone
 
-from common import endpoints
+from coffee_tracker import Client
 
 
 def main():

@@ -385,12 +385,16 @@ static enum MHD_Result queue_bytes(
     return queued;
 }
 
-/// A refusal: its status and reason, and the connection closed after it, so
-/// that nothing sent behind the request is read as another.
+/// A refusal: its status, and §12's body (`too_large` for 413, else
+/// `bad_request`) with the reason; the connection is closed after it, so that
+/// nothing sent behind the request is read as another.
 static enum MHD_Result refuse(cth_exchange *exchange, unsigned status, const char *reason) {
     exchange->phase = PHASE_ANSWERED;
-    char headers[] = "Content-Type: text/plain; charset=utf-8\n";
-    return queue_bytes(exchange->connection, status, headers, reason, strlen(reason), 1);
+    char body[512];
+    int n = snprintf(
+        body, sizeof body, "{\"ok\":false,\"error\":{\"code\":\"%s\",\"message\":\"%.*s\"}}\n",
+        status == 413 ? "too_large" : "bad_request", (int)strcspn(reason, "\n"), reason);
+    return queue_bytes(exchange->connection, status, "Content-Type: application/json\n", body, (size_t)n, 1);
 }
 
 static ssize_t stream_read(void *cls, uint64_t position, char *buffer, size_t max) {

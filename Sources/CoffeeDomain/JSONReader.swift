@@ -72,6 +72,15 @@ public enum JSONReader {
         /// The next value, whole.
         public mutating func value() throws(SyntaxError) -> JSONValue { try parser.value() }
 
+        /// The next value, whole, and its text as it stands in the document
+        /// (a number's digits as written: `12.50` stays `12.50`).
+        public mutating func valueAndText() throws(SyntaxError) -> (value: JSONValue, text: String) {
+            parser.skipWhitespace()
+            let start = parser.i
+            let value = try parser.value()
+            return (value, String(decoding: UnsafeBufferPointer(rebasing: parser.bytes[start..<parser.i]), as: UTF8.self))
+        }
+
         /// The next value, an object, read straight into a `T`.
         public mutating func object<T: JSONObjectInput>(_: T.Type) throws(SyntaxError) -> T {
             try parser.object(T.self)

@@ -41,25 +41,36 @@ extension QueryClient {
 
     /// The store's anchor.
     public func ping() throws -> Int64 {
-        try decoded { try reply(.object([("op", "ping")])).member("anchor").integer() }
+        try decoded { try reply(.object([("op", .string(QueryOperation.ping.rawValue))])).member("anchor").integer() }
     }
 
     /// Stores `drinks`; returns once the commit is durable.
     public func add(_ drinks: [Drink]) throws -> AddResult {
-        try decoded { try AddResult(reply(.object([("op", "add"), ("drinks", .array(drinks.map { WireFormat.json($0) }))]))) }
+        try decoded {
+            try AddResult(
+                reply(
+                    .object([
+                        ("op", .string(QueryOperation.add.rawValue)), ("drinks", .array(drinks.map { WireFormat.json($0) })),
+                    ])))
+        }
     }
 
     public func delete(_ deletions: [Deletion]) throws -> DeleteResult {
         let items = deletions.map { d -> JSONValue in
             .object([("uuid", .string(UUIDText.string(d.uuid)))] + (d.version.map { [("version", JSONValue.int($0))] } ?? []))
         }
-        return try decoded { try DeleteResult(reply(.object([("op", "delete"), ("deletions", .array(items))]))) }
+        return try decoded {
+            try DeleteResult(reply(.object([("op", .string(QueryOperation.delete.rawValue)), ("deletions", .array(items))])))
+        }
     }
 
     /// One page of changes after `anchor` (nil: every live drink).
     public func changes(since anchor: Int64?, limit: Int = 1000) throws -> Changes {
         let raw = try exchange(
-            .object([("op", "changes"), ("anchor", anchor.map { .int($0) } ?? .null), ("limit", .int(Int64(limit)))]))
+            .object([
+                ("op", .string(QueryOperation.changes.rawValue)), ("anchor", anchor.map { .int($0) } ?? .null),
+                ("limit", .int(Int64(limit))),
+            ]))
         // A page, as the service writes one, is read in place: a resync or a
         // standby's catch-up reads pages of thousands of drinks. Anything
         // else (a refusal) goes the tree's way.
@@ -72,13 +83,13 @@ extension QueryClient {
 
     /// The model now, or at `at`.
     public func model(at: Date? = nil) throws -> ModelSnapshot {
-        var request: [(String, JSONValue)] = [("op", "model")]
+        var request: [(String, JSONValue)] = [("op", .string(QueryOperation.model.rawValue))]
         if let at { request.append(("at", .string(RFC3339.string(at)))) }
         return try decoded { try WireFormat.snapshot(reply(.object(request))) }
     }
 
     public func stats() throws -> Stats {
-        try decoded { try Stats(reply(.object([("op", "stats")]))) }
+        try decoded { try Stats(reply(.object([("op", .string(QueryOperation.stats.rawValue))]))) }
     }
 
     /// A reply the service sent but this client cannot read is a failure that says so.

@@ -14,6 +14,7 @@ import ZeroMQ
 struct CoffeeTrackerCLI {
     static let commands: [(String, String)] = [
         ("serve", "run the service in the foreground until SIGINT or SIGTERM"),
+        ("ping", "print the store's anchor (the service answers)"),
         ("add", "add a drink through the query endpoint"),
         ("delete", "delete a drink by UUID"),
         ("changes", "list what changed since an anchor"),
@@ -65,7 +66,8 @@ struct CoffeeTrackerCLI {
                 code = 0
             case "check": code = try CheckCommand.run(rest)
             case "serve": code = try await ServeCommand.run(rest)
-            case "add", "delete", "changes", "model", "status", "backup": code = try ClientCommands.run(command, rest)
+            case let name where ClientCommands.operation(name) != nil:
+                code = try ClientCommands.run(ClientCommands.operation(name)!, rest)
             case "restore": code = try RestoreCommand.run(rest)
             case "watch": code = try await WatchCommand.run(rest)
             case "import": code = try ImportCommand.run(rest)

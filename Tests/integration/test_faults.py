@@ -136,6 +136,10 @@ def test_a_full_disk_loses_nothing_and_the_service_recovers_by_itself(folder):
         reply = s.request({"op": "add", "drinks": [refused]})
         assert reply["ok"] is False and reply["error"]["code"] == "unavailable", reply
         assert "full" in reply["error"]["message"]
+        # So are the JSON API's (docs/protocol.md §12): 503 with Retry-After.
+        from test_api import call
+        status, headers, reply = call(s, "POST", "/api/v1/drinks", refused)
+        assert status == 503 and reply["error"]["code"] == "unavailable" and headers["retry-after"] == "1", reply
         # Bus messages are held or wait in ZeroMQ's queues; a bad one's dead letter is held.
         bus = [drink() for _ in range(300)]
         for d in bus[:150]:

@@ -2,7 +2,7 @@ import CoffeeDomain
 import CoffeeService
 import Foundation
 
-/// One libFuzzer binary, seven targets, chosen by `FUZZ_TARGET`: every reader
+/// One libFuzzer binary, eight targets, chosen by `FUZZ_TARGET`: every reader
 /// of input from outside the process. Errors are the expected outcome of
 /// most inputs; what the fuzzer looks for is a crash, a hang, or memory the
 /// sanitizer objects to.
@@ -23,6 +23,9 @@ enum FuzzTarget: String, CaseIterable {
     case plistCheck = "plist-check"
     /// The configuration file.
     case config
+    /// Health Auto Export's body (`POST /api/v1/health-auto-export`), read and made into drinks;
+    /// every datum is a drink or named as skipped.
+    case healthAutoExport = "health-auto-export"
 }
 
 nonisolated(unsafe) var target = FuzzTarget.json
@@ -74,6 +77,15 @@ public func testOneInput(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
         }
     case .config:
         _ = try? ConfigurationLoader.parse(data, file: "fuzz.json", relativeTo: "/nonexistent")
+    case .healthAutoExport:
+        if let export = try? HealthAutoExport.read(bytes) {
+            let found = export.drinks(validator: DrinkValidator(), now: now)
+            let caffeine = export.metrics.filter { $0.name == HealthAutoExport.caffeine }.reduce(0) { $0 + $1.data.count }
+            guard found.drinks.count + found.skipped.count == caffeine else {
+                fatalError(
+                    "a datum was neither a drink nor skipped: \(found.drinks.count) + \(found.skipped.count) != \(caffeine)")
+            }
+        }
     }
     return 0
 }

@@ -41,13 +41,22 @@ final class HTTPGate: Sendable {
         self.logger = logger
     }
 
-    /// The role a path needs; nil for none.
-    static func role(for path: String) -> TokenRole? {
-        switch path {
-        case "/healthz", "/readyz", "/login": nil
-        case "/metrics": .metrics
-        default: .read
+    /// The role a request needs; nil for none. The JSON API's routes need
+    /// their operation's (`write` for one that writes).
+    static func role(for request: HTTPRequest) -> TokenRole? {
+        if APIRoutes.isAPI(request.path) { return APIRoutes.resolve(method: request.method, path: request.path).role }
+        switch request.path {
+        case "/healthz", "/readyz", "/login": return nil
+        case "/metrics": return .metrics
+        default: return .read
         }
+    }
+
+    /// Whether a request may go on to its route, and under which token.
+    enum Admission {
+        /// On: the token's name (nil without tokens).
+        case admitted(token: String?)
+        case refused(HTTPResponse)
     }
 
     /// Whether the request came over TLS: the endpoint's own, or a trusted proxy's.
@@ -64,36 +73,51 @@ final class HTTPGate: Sendable {
         return last.trimmingCharacters(in: .whitespaces)
     }
 
-    /// Nil when `request` may go on to its route; else the refusal to send.
-    func refusal(for request: HTTPRequest, now: ContinuousClock.Instant = .now) -> HTTPResponse? {
-        let required = Self.role(for: request.path)
-        if request.path == "/healthz" || request.path == "/readyz" { return nil }
+    /// Whether `request` may go on to its route.
+    func admit(_ request: HTTPRequest, now: ContinuousClock.Instant = .now) -> Admission {
+        let required = Self.role(for: request)
+        if request.path == "/healthz" || request.path == "/readyz" { return .admitted(token: nil) }
         let address = client(request)
         if let retry = blockedFor(address, now: now) {
-            return Self.error(
-                429, "too_many_requests", "too many failed tokens from \(address); try again in \(retry) s",
-                headers: ["Retry-After": "\(retry)"])
+            return .refused(
+                Self.error(
+                    429, "too_many_requests", "too many failed tokens from \(address); try again in \(retry) s",
+                    headers: ["Retry-After": "\(retry)"]))
         }
         guard let tokens = configuration.tokens else {
-            return request.path == "/login" ? Self.error(404, "not_found", "no tokens: security.tokensDirectory is not set") : nil
+            if request.path == "/login" {
+                return .refused(Self.error(404, "not_found", "no tokens: security.tokensDirectory is not set"))
+            }
+            // Without tokens the JSON API is this machine's only (the page, as in v3, follows the bind rule).
+            if APIRoutes.isAPI(request.path), !SecuritySetup.isLoopback("tcp://\(address):0") {
+                return .refused(
+                    Self.error(
+                        401, "unauthenticated", "the JSON API answers other hosts only with tokens (security.tokensDirectory)",
+                        headers: ["WWW-Authenticate": "Bearer"]))
+            }
+            return .admitted(token: nil)
         }
-        if request.path == "/login" { return login(request, tokens, address, now: now) }
+        if request.path == "/login" { return .refused(login(request, tokens, address, now: now)) }
         guard let presented = Self.presentedToken(request) else {
-            return Self.error(
-                401, "unauthenticated", "this endpoint needs a token: Authorization: Bearer TOKEN",
-                headers: ["WWW-Authenticate": "Bearer"])
+            return .refused(
+                Self.error(
+                    401, "unauthenticated", "this endpoint needs a token: Authorization: Bearer TOKEN",
+                    headers: ["WWW-Authenticate": "Bearer"]))
         }
         guard let token = tokens.token(matching: presented) else {
             failed(address, now: now)
-            return Self.error(
-                401, "unauthenticated", "the token matches none held (revoked, or mistyped)",
-                headers: ["WWW-Authenticate": #"Bearer error="invalid_token""#])
+            return .refused(
+                Self.error(
+                    401, "unauthenticated", "the token matches none held (revoked, or mistyped)",
+                    headers: ["WWW-Authenticate": #"Bearer error="invalid_token""#]))
         }
         if let required, !token.roles.contains(required) {
-            return Self.error(
-                403, "forbidden", "token \(token.name) lacks the role \(required.rawValue) that \(request.path) needs")
+            return .refused(
+                Self.error(
+                    403, "forbidden",
+                    "token \(token.name) lacks the role \(required.rawValue) that \(request.method) \(request.path) needs"))
         }
-        return nil
+        return .admitted(token: token.name)
     }
 
     /// `GET /login?token=T`: the cookie set, then `/` without the token in the address.

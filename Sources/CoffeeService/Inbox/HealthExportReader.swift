@@ -137,7 +137,7 @@ public final class HealthExportReader: InboxFileReader, @unchecked Sendable {
         case "g": mg = amount * 1000
         default: throw ValidationError(field: "unit", rule: "must be mg or g, got \"\(unit)\"")
         }
-        guard let date = Self.exportDate(start) else {
+        guard let date = HealthDate.parse(start) else {
             throw ValidationError(field: "startDate", rule: "must be a date such as 2024-01-02 08:15:00 +0100, got \"\(start)\"")
         }
         let uuid = NameBasedUUID.v5(namespace: NameBasedUUID.healthRecords, name: "\(source)|\(start)|\(value)|\(unit)")
@@ -147,14 +147,5 @@ public final class HealthExportReader: InboxFileReader, @unchecked Sendable {
                 ("source", .string("health:\(source)")),
             ]))
         return try validator.drink(from: input, now: now, defaultSource: "inbox")
-    }
-
-    /// Health's dates: `2024-01-02 08:15:00 +0100`.
-    static func exportDate(_ text: String) -> Date? {
-        let parts = text.split(separator: " ")
-        guard parts.count == 3, parts[2].count == 5, let sign = parts[2].first, sign == "+" || sign == "-" else { return nil }
-        let zone = parts[2]
-        let offset = "\(sign)\(zone.dropFirst().prefix(2)):\(zone.suffix(2))"
-        return RFC3339.parse("\(parts[0])T\(parts[1])\(offset)")
     }
 }

@@ -59,8 +59,14 @@ extension CoffeeTrackerService {
                     tokens: security.tokens, trustedProxies: Set(c.http.trustedProxies), tls: c.http.tls != nil,
                     lockout: .milliseconds(Int64(c.http.lockoutS * 1000))), counters: counters)
             let http = try c.httpConfiguration.map { httpConfiguration in
-                try HTTPEndpoint(configuration: httpConfiguration) { request in
-                    if let refusal = gate.refusal(for: request) { return refusal }
+                let api = APIRoutes(handler: handler)
+                return try HTTPEndpoint(configuration: httpConfiguration) { request in
+                    let token: String?
+                    switch gate.admit(request) {
+                    case .refused(let refusal): return refusal
+                    case .admitted(let name): token = name
+                    }
+                    if APIRoutes.isAPI(request.path) { return await api.answer(request, caller: .http(token: token)) }
                     guard let parts = partsBox.parts else { return HTTPResponse(status: 503, body: "starting\n") }
                     return await OperationsRoutes(
                         store: parts.store, phase: self.phase,

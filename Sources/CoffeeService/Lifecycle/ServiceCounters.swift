@@ -28,6 +28,7 @@ public final class ServiceCounters: Sendable {
     public let receivedBus = Atomic<Int>(0)
     public let receivedQuery = Atomic<Int>(0)
     public let receivedInbox = Atomic<Int>(0)
+    public let receivedHTTP = Atomic<Int>(0)
     /// Query requests answered with an error of the request's making
     /// (`bad_request`, `invalid_drink`, `too_large`).
     public let queryRejected = Atomic<Int>(0)
@@ -46,10 +47,11 @@ public final class ServiceCounters: Sendable {
         case .bus: receivedBus.add(n, ordering: .relaxed)
         case .query: receivedQuery.add(n, ordering: .relaxed)
         case .inbox: receivedInbox.add(n, ordering: .relaxed)
+        case .http: receivedHTTP.add(n, ordering: .relaxed)
         }
     }
 
-    public enum Channel: String, Sendable, CaseIterable { case bus, query, inbox }
+    public enum Channel: String, Sendable, CaseIterable { case bus, query, inbox, http }
 }
 
 extension Atomic where Value == Int {

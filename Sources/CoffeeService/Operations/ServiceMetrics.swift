@@ -22,7 +22,7 @@ struct ServiceMetrics: Sendable {
             "coffee_tracker_events_received_total", "Drinks and deletions received, by channel.",
             [
                 ([("channel", "bus")], Double(c.receivedBus.value)), ([("channel", "query")], Double(c.receivedQuery.value)),
-                ([("channel", "inbox")], Double(c.receivedInbox.value)),
+                ([("channel", "inbox")], Double(c.receivedInbox.value)), ([("channel", "http")], Double(c.receivedHTTP.value)),
             ])
         m.counter(
             "coffee_tracker_drinks_stored_total", "Changes that took effect (each took an anchor).",

@@ -32,6 +32,14 @@ public struct QueryHandler: Sendable {
         case local
         /// Through CURVE: the client's name (ZeroMQ's `User-Id`).
         case client(String)
+        /// The HTTP endpoint's JSON API (§12): the token's name, nil without tokens.
+        case http(token: String?)
+
+        /// Where its drinks count as received.
+        var channel: ServiceCounters.Channel {
+            if case .http = self { return .http }
+            return .query
+        }
     }
     let logger: Logger
 
@@ -60,22 +68,40 @@ public struct QueryHandler: Sendable {
     ///
     /// - Parameter draining: the service is shutting down: the request gets `unavailable`.
     public func handle(_ body: Data, draining: Bool = false, caller: Caller = .local) async -> Data {
+        await outcome { try await reply(to: body, draining: draining, caller: caller) }.json.data()
+    }
+
+    /// The reply to a request already read (the JSON API's, made from its
+    /// route), and its refusal's code when it is one.
+    public func answer(_ request: JSONValue, caller: Caller) async -> Outcome {
+        await outcome { try await reply(toRequest: request, caller: caller) }
+    }
+
+    /// A reply, and its error's code when it is a refusal.
+    public struct Outcome: Sendable {
+        public var json: JSONValue
+        public var error: QueryError.Code?
+    }
+
+    func outcome(_ body: () async throws -> JSONValue) async -> Outcome {
         ServiceCounters.bump(counters.requests)
+        let error: QueryError
         do {
-            return try await reply(to: body, draining: draining, caller: caller).data()
-        } catch let error as QueryError {
-            if [.badRequest, .invalidDrink, .tooLarge].contains(error.code) { ServiceCounters.bump(counters.queryRejected) }
-            return error.json.data()
-        } catch let error as StoreError where error.isAnchorExpired {
-            return QueryError(.anchorExpired, error.message).json.data()
-        } catch let error as StoreError where error.isUnavailable {
-            return QueryError(.unavailable, error.message).json.data()
-        } catch let error as StoreError where error.isClosed {
-            return QueryError(.unavailable, "the service is shutting down").json.data()
+            return Outcome(json: try await body(), error: nil)
+        } catch let refusal as QueryError {
+            if [.badRequest, .invalidDrink, .tooLarge].contains(refusal.code) { ServiceCounters.bump(counters.queryRejected) }
+            error = refusal
+        } catch let failure as StoreError where failure.isAnchorExpired {
+            error = QueryError(.anchorExpired, failure.message)
+        } catch let failure as StoreError where failure.isUnavailable {
+            error = QueryError(.unavailable, failure.message)
+        } catch let failure as StoreError where failure.isClosed {
+            error = QueryError(.unavailable, "the service is shutting down")
         } catch {
             logger.error("request failed", metadata: ["error": "\(error)"])
-            return QueryError(.internal, "\(error)").json.data()
+            return Outcome(json: QueryError(.internal, "\(error)").json, error: .internal)
         }
+        return Outcome(json: error.json, error: error.code)
     }
 
     func reply(to body: Data, draining: Bool = false, caller: Caller = .local) async throws -> JSONValue {
@@ -89,31 +115,34 @@ public struct QueryHandler: Sendable {
         } catch {
             throw QueryError(.badRequest, "request is not valid JSON (\(error))")
         }
+        return try await reply(toRequest: value, caller: caller)
+    }
+
+    func reply(toRequest value: JSONValue, caller: Caller) async throws -> JSONValue {
         guard case .object = value else { throw QueryError(.badRequest, "request must be a JSON object with an \"op\"") }
         let request = QueryRequest(json: value)
-        let op: String
+        let name: String
         switch request.op {
-        case .value(let v): op = v
+        case .value(let v): name = v
         case .absent: throw QueryError(.badRequest, "op is required", field: "op")
         case .wrongType: throw QueryError(.badRequest, "op must be a string", field: "op")
         }
+        guard let op = QueryOperation(rawValue: name) else {
+            throw QueryError(.badRequest, "unknown op \"\(name.prefix(40))\"; expected \(QueryOperation.names)", field: "op")
+        }
         try authorize(op, caller)
-        if let following, op == "add" || op == "delete" {
+        if let following, op.refusedOnStandby {
             throw QueryError(
-                .readOnly, "this service is a standby of \(following.primary): send \(op) to the primary", field: "op")
+                .readOnly, "this service is a standby of \(following.primary): send \(op.rawValue) to the primary", field: "op")
         }
         switch op {
-        case "ping": return .object([("ok", true), ("anchor", .int(await store.anchor))])
-        case "changes": return try await changes(request)
-        case "model": return try await modelReply(request)
-        case "add": return try await add(request, caller: caller)
-        case "delete": return try await delete(request)
-        case "stats": return await stats()
-        case "backup": return try await backup(request)
-        default:
-            throw QueryError(
-                .badRequest, "unknown op \"\(op.prefix(40))\"; expected ping, changes, model, add, delete, stats or backup",
-                field: "op")
+        case .ping: return .object([("ok", true), ("anchor", .int(await store.anchor))])
+        case .changes: return try await changes(request)
+        case .model: return try await modelReply(request)
+        case .add: return try await add(request, caller: caller)
+        case .delete: return try await delete(request, caller: caller)
+        case .stats: return await stats()
+        case .backup: return try await backup(request)
         }
     }
 
@@ -180,11 +209,12 @@ public struct QueryHandler: Sendable {
         switch caller {
         case .local: source = "query"
         case .client(let name): source = "query:" + name
+        case .http(let token): source = token.map { "http:" + $0 } ?? "http"
         }
         guard case .value(let items) = request.drinks else {
             throw QueryError(.badRequest, "drinks must be an array of drink objects", field: "drinks")
         }
-        counters.received(items.count, over: .query)
+        counters.received(items.count, over: caller.channel)
         let now = clock.now()
         let drinks = try validated(items) { input throws(ValidationError) in
             try validator.drink(from: input, now: now, defaultSource: source)
@@ -209,11 +239,11 @@ public struct QueryHandler: Sendable {
         return .object(reply)
     }
 
-    func delete(_ request: QueryRequest) async throws -> JSONValue {
+    func delete(_ request: QueryRequest, caller: Caller = .local) async throws -> JSONValue {
         guard case .value(let items) = request.deletions else {
             throw QueryError(.badRequest, "deletions must be an array of deletion objects", field: "deletions")
         }
-        counters.received(items.count, over: .query)
+        counters.received(items.count, over: caller.channel)
         let deletions = try validated(items) { input throws(ValidationError) in
             try validator.deletion(from: input)
         }
@@ -244,39 +274,14 @@ public struct QueryHandler: Sendable {
 
     /// Under CURVE, an op needs its role: `write` for add and delete, `read`
     /// for the rest; a client whose key a reload removed has neither.
-    private func authorize(_ op: String, _ caller: Caller) throws {
+    private func authorize(_ op: QueryOperation, _ caller: Caller) throws {
         guard let registry, case .client(let name) = caller else { return }
-        let needed: Role = ["add", "delete", "backup"].contains(op) ? .write : .read
+        let needed: Role = op.writes ? .write : .read
         guard let client = registry.client(named: name) else {
             throw QueryError(.forbidden, "client \(name) is no longer admitted (its key was removed from the clients directory)")
         }
         guard client.roles.contains(needed) else {
-            throw QueryError(.forbidden, "client \(name) lacks the \(needed.rawValue) role that \(op) needs")
+            throw QueryError(.forbidden, "client \(name) lacks the \(needed.rawValue) role that \(op.rawValue) needs")
         }
-    }
-
-    func stats() async -> JSONValue {
-        let s = await store.statistics()
-        let c = counters
-        return .object(
-            [
-                ("ok", true),
-                ("anchor", .int(s.anchor)),
-                ("received", .int(Int64(c.received.value))),
-                ("stored", .int(Int64(c.stored.value))),
-                ("duplicates", .int(Int64(c.duplicates.value))),
-                ("rejected", .int(Int64(c.rejected.value))),
-                ("requests", .int(Int64(c.requests.value))),
-                ("filesProcessed", .int(Int64(c.filesProcessed.value))),
-                ("filesFailed", .int(Int64(c.filesFailed.value))),
-                ("subscribers", .int(Int64(c.subscribers.value))),
-                ("updatesDropped", .int(Int64(c.updatesDropped.value))),
-                ("authDenied", .int(Int64(c.authDenied.value))),
-                ("fault", await store.faultDescription.map { .string($0) } ?? .null),
-                ("uptimeS", .double((Date().timeIntervalSince(c.started) * 1000).rounded() / 1000)),
-                ("storeBytes", .int(s.fileBytes)),
-                ("commits", .int(s.commits)),
-                ("purgedAnchor", .int(s.purgedAnchor)),
-            ] + (following.map { [("followAnchor", .int($0.followAnchor)), ("followLagS", .double($0.lagSeconds()))] } ?? []))
     }
 }

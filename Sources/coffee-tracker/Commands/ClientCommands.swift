@@ -3,8 +3,17 @@ import CoffeeService
 import CoffeeTrackerClient
 import Foundation
 
-/// `add`, `delete`, `changes`, `model`, `status`, `backup`: one request to the query endpoint each.
+/// One command per query operation (`QueryOperation`; `stats` is `status`):
+/// one request to the query endpoint each.
 enum ClientCommands {
+    /// The operation a command name stands for.
+    static func operation(_ command: String) -> QueryOperation? {
+        command == "status" ? .stats : command == "stats" ? nil : QueryOperation(rawValue: command)
+    }
+
+    /// The command name of an operation.
+    static func command(_ op: QueryOperation) -> String { op == .stats ? "status" : op.rawValue }
+
     static let common = """
           --config FILE      find the service through this configuration
           --query ENDPOINT   the query endpoint (default: from the configuration)
@@ -17,8 +26,13 @@ enum ClientCommands {
           -h, --help         show this help
         """
 
-    static let help: [String: String] = [
-        "add": """
+    static let help: [QueryOperation: String] = [
+        .ping: """
+        Usage: coffee-tracker ping
+
+        Prints the store's anchor: the service answers, and how far its store is.
+        """,
+        .add: """
         Usage: coffee-tracker add (--type TYPE | --mg MG) [--date DATE] [--uuid UUID] [--version N] [--source TEXT]
 
         Adds one drink and prints the anchor of its durable commit.
@@ -27,19 +41,19 @@ enum ClientCommands {
           --date DATE   RFC 3339 date with a zone (default now)
           --uuid UUID   identity (default a new one); re-adding the same UUID adds nothing
         """,
-        "delete": """
+        .delete: """
         Usage: coffee-tracker delete UUID [--version N]
 
         Deletes a drink; prints whether it was live.
         """,
-        "changes": """
+        .changes: """
         Usage: coffee-tracker changes [--since N] [--limit N]
 
         Lists changes after anchor N (default: every live drink), one per line:
         "+ UUID MG DATE" for a drink, "- UUID vVERSION" for a deletion. Pages
         through everything and prints the anchor to continue from.
         """,
-        "model": """
+        .model: """
         Usage: coffee-tracker model [--at DATE] [--svg FILE]
 
         Shows caffeine in the body, its level, cups today and the anchor.
@@ -48,7 +62,7 @@ enum ClientCommands {
                         level bands, each drink, "now", and when caffeine falls
                         under model.sleepThresholdMg (from --config, default 50)
         """,
-        "backup": """
+        .backup: """
         Usage: coffee-tracker backup NAME
 
         Asks the running service for a consistent copy of its store, as of one
@@ -60,7 +74,7 @@ enum ClientCommands {
         `coffee-tracker restore FILE --config CONFIG`, the service stopped.
         Needs the write role under security.curve.
         """,
-        "status": """
+        .stats: """
         Usage: coffee-tracker status
 
         Shows the service's counters: received, stored, duplicates, rejected,
@@ -68,7 +82,7 @@ enum ClientCommands {
         """,
     ]
 
-    static func run(_ command: String, _ words: [String]) throws -> Int32 {
+    static func run(_ op: QueryOperation, _ words: [String]) throws -> Int32 {
         let args = try Arguments(
             words,
             valued: [
@@ -77,7 +91,7 @@ enum ClientCommands {
             ],
             switches: ["help", "json"])
         if args.has("help") {
-            print(help[command]! + "\n\nOptions:\n" + common)
+            print(help[op]! + "\n\nOptions:\n" + common)
             return 0
         }
         let configuration = try loadConfiguration(args["config"])
@@ -87,8 +101,11 @@ enum ClientCommands {
             keyFile: args["key"], serverKey: args["server-key"], discovered: EndpointDiscovery.serverKey(configuration.location))
         let client = try QueryClient(endpoint: endpoint, timeout: timeout, curve: curve)
 
-        switch command {
-        case "add":
+        switch op {
+        case .ping:
+            let reply = try request(client, [("op", .string(QueryOperation.ping.rawValue))], args)
+            if !args.has("json") { print("anchor \(reply["anchor"] ?? 0)") }
+        case .add:
             guard args.positional.isEmpty else { throw Arguments.UsageError(description: "add takes no positional arguments") }
             guard args["type"] != nil || args["mg"] != nil else {
                 throw Arguments.UsageError(description: "add needs --type TYPE or --mg MG")
@@ -101,7 +118,8 @@ enum ClientCommands {
             if let mg = args["mg"] { drink.append(("mgCaffeine", .double(try number(mg, "--mg")))) }
             if let v = args["version"] { drink.append(("version", .double(try number(v, "--version")))) }
             if let s = args["source"] { drink.append(("source", .string(s))) }
-            let reply = try request(client, [("op", "add"), ("drinks", .array([.object(drink)]))], args, what: "drink")
+            let reply = try request(
+                client, [("op", .string(QueryOperation.add.rawValue)), ("drinks", .array([.object(drink)]))], args, what: "drink")
             if !args.has("json") {
                 let uuid = drink.first { $0.0 == "uuid" }.map { "\($0.1)" } ?? ""
                 let anchor = reply["anchor"] ?? 0
@@ -118,19 +136,21 @@ enum ClientCommands {
                     let stored = try? request(
                         client,
                         [
-                            ("op", "changes"), ("anchor", .int(max(0, ((anchor as? NSNumber)?.int64Value ?? 1) - 1))),
+                            ("op", .string(QueryOperation.changes.rawValue)),
+                            ("anchor", .int(max(0, ((anchor as? NSNumber)?.int64Value ?? 1) - 1))),
                             ("limit", 1),
                         ], Arguments([], valued: [], switches: []))
                     let d = (stored?["added"] as? [[String: Any]])?.first ?? [:]
                     print("added \(describe(d)), anchor \(anchor)")
                 }
             }
-        case "delete":
+        case .delete:
             guard args.positional.count == 1 else { throw Arguments.UsageError(description: "delete needs exactly one UUID") }
             var deletion: [(String, JSONValue)] = [("uuid", .string(args.positional[0]))]
             if let v = args["version"] { deletion.append(("version", .double(try number(v, "--version")))) }
             let reply = try request(
-                client, [("op", "delete"), ("deletions", .array([.object(deletion)]))], args, what: "deletion")
+                client, [("op", .string(QueryOperation.delete.rawValue)), ("deletions", .array([.object(deletion)]))], args,
+                what: "deletion")
             if !args.has("json") {
                 let uuid = args.positional[0].uppercased()
                 if (reply["deleted"] as? NSNumber)?.intValue == 1 {
@@ -141,7 +161,7 @@ enum ClientCommands {
                     )
                 }
             }
-        case "changes":
+        case .changes:
             var anchor: JSONValue = .null
             if let since = args["since"] {
                 guard let n = Int64(since), n >= 0 else {
@@ -151,7 +171,9 @@ enum ClientCommands {
             }
             let limit = try args["limit"].map { try number($0, "--limit") } ?? 1000
             while true {
-                let reply = try request(client, [("op", "changes"), ("anchor", anchor), ("limit", .double(limit))], args)
+                let reply = try request(
+                    client, [("op", .string(QueryOperation.changes.rawValue)), ("anchor", anchor), ("limit", .double(limit))],
+                    args)
                 if !args.has("json") {
                     for d in reply["added"] as? [[String: Any]] ?? [] {
                         print("+ \(d["uuid"] ?? "") \(d["mgCaffeine"] ?? "") \(d["date"] ?? "") \(d["type"] ?? "-")")
@@ -167,21 +189,23 @@ enum ClientCommands {
                     break
                 }
             }
-        case "model" where args["svg"] != nil:
+        case .model where args["svg"] != nil:
             try drawModel(client, args, configuration)
-        case "backup":
+        case .backup:
             guard args.positional.count == 1 else { throw Arguments.UsageError(description: "backup needs exactly one NAME") }
-            let reply = try request(client, [("op", "backup"), ("name", .string(args.positional[0]))], args, what: "backup")
+            let reply = try request(
+                client, [("op", .string(QueryOperation.backup.rawValue)), ("name", .string(args.positional[0]))], args,
+                what: "backup")
             if !args.has("json") {
                 print("\(reply["file"] ?? "?"): anchor \(reply["anchor"] ?? 0), \(reply["bytes"] ?? 0) bytes")
             }
-        case "model":
-            var modelRequest: [(String, JSONValue)] = [("op", "model")]
+        case .model:
+            var modelRequest: [(String, JSONValue)] = [("op", .string(QueryOperation.model.rawValue))]
             if let at = args["at"] { modelRequest.append(("at", .string(at))) }
             let reply = try request(client, modelRequest, args)
             if !args.has("json") { print(explain(model: reply)) }
-        default:  // status
-            let reply = try request(client, [("op", "stats")], args)
+        case .stats:
+            let reply = try request(client, [("op", .string(QueryOperation.stats.rawValue))], args)
             if !args.has("json") {
                 for key in reply.keys.sorted() where key != "ok" {
                     print("\(key.padding(toLength: 15, withPad: " ", startingAt: 0)) \(reply[key]!)")

@@ -21,7 +21,8 @@ extension ClientCommands {
         var anchor: JSONValue = .null
         while true {
             let reply = try request(
-                client, [("op", "changes"), ("anchor", anchor), ("limit", 10_000)], Arguments([], valued: [], switches: []))
+                client, [("op", .string(QueryOperation.changes.rawValue)), ("anchor", anchor), ("limit", 10_000)],
+                Arguments([], valued: [], switches: []))
             for d in reply["added"] as? [[String: Any]] ?? [] {
                 guard let mg = (d["mgCaffeine"] as? NSNumber)?.doubleValue, let text = d["date"] as? String,
                     let date = RFC3339.parse(text), window.contains(date)

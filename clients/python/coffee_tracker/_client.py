@@ -107,6 +107,11 @@ class Client:
         """The service's counters."""
         return self.call({"op": "stats"})
 
+    def backup(self, name: str) -> Dict[str, Any]:
+        """A consistent copy of the store into its backup folder, as `name`
+        (role write): `anchor`, `bytes`, `file`, once it is fsynced."""
+        return self.call({"op": "backup", "name": name})
+
     def follow(self, timeout: Optional[float] = None) -> Iterator["State"]:
         """The feed kept in step (§10): yields a `State` after each change
         applied and each model of its anchor. `timeout`: seconds without a

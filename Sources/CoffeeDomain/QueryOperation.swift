@@ -1,0 +1,62 @@
+/// The service's operations (docs/protocol.md §4), in one place: each one's
+/// name on the query endpoint, whether it writes (and so needs the `write`
+/// role under CURVE or a token), whether a standby refuses it (§11), and its
+/// routes on the HTTP endpoint's JSON API (§12). The query endpoint, the
+/// `/api/v1` routes, the command line and the typed clients all go by it, so
+/// that an operation is added here.
+public enum QueryOperation: String, CaseIterable, Sendable {
+    case ping, changes, model, add, delete, stats, backup
+
+    /// It changes the store (or writes a file): the `write` role.
+    public var writes: Bool {
+        switch self {
+        case .add, .delete, .backup: true
+        case .ping, .changes, .model, .stats: false
+        }
+    }
+
+    /// A standby (§11) answers it `read_only`: its store follows its primary's.
+    public var refusedOnStandby: Bool { self == .add || self == .delete }
+
+    /// Its routes under `/api/v1` (§12); none for `backup`, which is the operator's.
+    public var routes: [APIRoute] {
+        switch self {
+        case .ping: [APIRoute("GET", "ping")]
+        case .changes: [APIRoute("GET", "changes")]
+        case .model: [APIRoute("GET", "model")]
+        case .stats: [APIRoute("GET", "stats")]
+        case .add: [APIRoute("POST", "drinks")]
+        case .delete: [APIRoute("DELETE", "drinks/{uuid}"), APIRoute("POST", "deletions")]
+        case .backup: []
+        }
+    }
+
+    /// "ping, changes, model, add, delete, stats or backup".
+    public static var names: String {
+        let all = allCases.map(\.rawValue)
+        return all.dropLast().joined(separator: ", ") + " or " + all.last!
+    }
+}
+
+/// One route of the JSON API: a method and a path under `/api/v1/`, where
+/// `{uuid}` stands for a path segment.
+public struct APIRoute: Sendable, Equatable {
+    public var method: String
+    public var path: String
+
+    public init(_ method: String, _ path: String) {
+        self.method = method
+        self.path = path
+    }
+
+    public static let prefix = "/api/v1/"
+
+    /// The segment `{uuid}` stands for when `requestPath` (under the prefix) is this route's path; nil when it is not.
+    public func match(_ requestPath: Substring) -> Substring?? {
+        guard let brace = path.firstIndex(of: "{") else { return requestPath == path[...] ? .some(nil) : nil }
+        let head = path[..<brace]
+        guard requestPath.hasPrefix(head) else { return nil }
+        let rest = requestPath.dropFirst(head.count)
+        return rest.isEmpty || rest.contains("/") ? nil : .some(rest)
+    }
+}
