@@ -67,9 +67,9 @@ bench: release bench-deps
 	python3 bench/relay.py --subscribers 100 --out bench/relay-100.json
 	python3 bench/standby.py --out bench/standby.json
 	python3 bench/backup.py --out bench/backup.json
-	python3 bench/http.py --out bench/http.json
+	python3 bench/door.py --out bench/door.json
 
-## The baselines of bench/health.py (xmllint, unzip, healthkit-to-sqlite), bench/backup.py (sqlite3) and bench/http.py (openssl).
+## The baselines of bench/health.py (xmllint, unzip, healthkit-to-sqlite), bench/backup.py (sqlite3) and bench/door.py (openssl).
 BENCH_APT := libxml2-utils unzip sqlite3 openssl
 bench-deps:
 	@for p in $(BENCH_APT); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \

@@ -51,7 +51,7 @@ public struct BatchDecoder: Sendable {
     /// tree, no array of inputs) and validated element by element as it is
     /// read. Text that is not JSON is reported first, wherever it is; then
     /// the first element that breaks a rule.
-    static func read<Input: JSONObjectInput, Output>(
+    public static func read<Input: JSONObjectInput, Output>(
         _: Input.Type, json bytes: UnsafeRawBufferPointer, _ rule: (Input) throws(ValidationError) -> Output
     ) throws(ValidationError) -> [Output] {
         var elements = ValidatedElements<Output>(indexed: true)

@@ -56,6 +56,8 @@ struct APIRoutes: Sendable {
                 405, "method_not_allowed", "\(request.path) answers \(allow)", headers: ["Allow": allow])
         case .healthAutoExport:
             return Self.response(await handler.importHealthAutoExport(request.body, caller: caller))
+        case .operation(.add, _):
+            return Self.response(await handler.add(body: request.body, caller: caller))
         case .operation(let op, let segment):
             do {
                 let query = try Self.request(op, segment: segment, request)
@@ -76,14 +78,8 @@ struct APIRoutes: Sendable {
         case .changes:
             members.append(("anchor", integer(request.query["anchor"])))
             if let limit = request.query["limit"] { members.append(("limit", integer(limit))) }
-        case .add:
-            let drinks: [JSONValue]
-            switch try body(request) {
-            case .array(let items): drinks = items
-            case .object(let fields): drinks = [.object(fields)]
-            default: throw QueryError(.badRequest, "the body must be a drink (a JSON object) or an array of drinks")
-            }
-            members.append(("drinks", .array(drinks.map(withUUID))))
+        case .add:  // read in place by `QueryHandler.add(body:caller:)`; here for the request it stands for
+            members.append(("drinks", try body(request)))
         case .delete:
             if let uuid = segment {
                 var deletion: [(String, JSONValue)] = [("uuid", .string(uuid))]
@@ -111,12 +107,6 @@ struct APIRoutes: Sendable {
         } catch {
             throw QueryError(.badRequest, "the body is not valid JSON (\(error))")
         }
-    }
-
-    /// A drink without `uuid` gets a new one (§12), so that a phone need not make one.
-    private static func withUUID(_ drink: JSONValue) -> JSONValue {
-        guard case .object(let fields) = drink, !fields.contains(where: { $0.0 == "uuid" }) else { return drink }
-        return .object([("uuid", .string(UUID().uuidString))] + fields)
     }
 
     /// §12's status for a reply.

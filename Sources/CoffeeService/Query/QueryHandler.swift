@@ -35,6 +35,15 @@ public struct QueryHandler: Sendable {
         /// The HTTP endpoint's JSON API (§12): the token's name, nil without tokens.
         case http(token: String?)
 
+        /// A drink's `source` when it names none (docs/protocol.md §6, §12).
+        var source: String {
+            switch self {
+            case .local: "query"
+            case .client(let name): "query:" + name
+            case .http(let token): token.map { "http:" + $0 } ?? "http"
+            }
+        }
+
         /// Where its drinks count as received.
         var channel: ServiceCounters.Channel {
             if case .http = self { return .http }
@@ -205,20 +214,19 @@ public struct QueryHandler: Sendable {
     /// - Parameter caller: a CURVE client's drinks default to the source
     ///   "query:<client name>" (PROTOCOL.md §6).
     func add(_ request: QueryRequest, caller: Caller = .local) async throws -> JSONValue {
-        let source: String
-        switch caller {
-        case .local: source = "query"
-        case .client(let name): source = "query:" + name
-        case .http(let token): source = token.map { "http:" + $0 } ?? "http"
-        }
         guard case .value(let items) = request.drinks else {
             throw QueryError(.badRequest, "drinks must be an array of drink objects", field: "drinks")
         }
         counters.received(items.count, over: caller.channel)
         let now = clock.now()
         let drinks = try validated(items) { input throws(ValidationError) in
-            try validator.drink(from: input, now: now, defaultSource: source)
+            try validator.drink(from: input, now: now, defaultSource: caller.source)
         }
+        return try await stored(drinks)
+    }
+
+    /// `add`'s commit and reply, once its drinks are read: answered after the commit is durable.
+    func stored(_ drinks: [Drink]) async throws -> JSONValue {
         let result = try await store.apply(WriteBatch(drinks: drinks, explainDuplicates: true))
         count(result)
         var reply: [(String, JSONValue)] = [
