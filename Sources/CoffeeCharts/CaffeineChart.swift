@@ -1,7 +1,7 @@
 import CoffeeDomain
 import Foundation
 
-/// The seed's complication, drawn (PROTOCOL.md §10): the caffeine curve from
+/// The seed's complication, drawn (docs/protocol.md §10): the caffeine curve from
 /// 12 hours before now to 24 hours after, the level bands, each drink as a
 /// mark with its mg, "now", hour and mg axes, and the time at which caffeine
 /// falls under the sleep threshold. Pure: the drinks and "now" come in, an

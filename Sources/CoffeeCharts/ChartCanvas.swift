@@ -57,7 +57,7 @@ struct ChartCanvas {
         )
     }
 
-    /// Green below 200 mg, yellow below 400, red above (PROTOCOL.md §3's levels).
+    /// Green below 200 mg, yellow below 400, red above (docs/protocol.md §3's levels).
     mutating func bands() {
         for (from, to, colour) in [(0.0, 200.0, "#e8f5e9"), (200.0, 400.0, "#fff8e1"), (400.0, maxMg, "#ffebee")] {
             parts.append(

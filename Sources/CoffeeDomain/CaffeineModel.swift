@@ -1,6 +1,6 @@
 import Foundation
 
-/// The formulas of PROTOCOL.md §3: pure, with the time passed in.
+/// The formulas of docs/protocol.md §3: pure, with the time passed in.
 public struct CaffeineModel: Sendable, Hashable {
     /// The window of drinks that count: the last 24 hours.
     public static let window: TimeInterval = 24 * 3600
@@ -89,7 +89,7 @@ public struct CaffeineModel: Sendable, Hashable {
     }
 }
 
-/// What complications and widgets draw: PROTOCOL.md §3 "the model".
+/// What complications and widgets draw: docs/protocol.md §3 "the model".
 public struct ModelSnapshot: Sendable, Hashable {
     public struct Point: Sendable, Hashable {
         public var date: Date

@@ -1,7 +1,7 @@
 import Foundation
 
 /// One drink: the seed's `Drink` (`mgCaffeine`, `date`, `uuid`) plus the
-/// sync fields of PROTOCOL.md §1.
+/// sync fields of docs/protocol.md §1.
 ///
 /// Dates are held to whole milliseconds (see `Drink.normalized(_:)`), the
 /// precision the store keeps and the protocol prints, so a drink reads back
@@ -40,7 +40,7 @@ public struct Drink: Hashable, Sendable, Codable {
     }
 }
 
-/// A deletion request: PROTOCOL.md §1 `{"uuid", "version"}`.
+/// A deletion request: docs/protocol.md §1 `{"uuid", "version"}`.
 public struct Deletion: Hashable, Sendable {
     public var uuid: UUID
     public var version: Int64?

@@ -197,7 +197,7 @@ public struct DeletionInput: Decodable, JSONObjectInput {
 
     public init() {}
 
-    /// A bare UUID string means `{"uuid": "<that UUID>"}` (PROTOCOL.md §1).
+    /// A bare UUID string means `{"uuid": "<that UUID>"}` (docs/protocol.md §1).
     public static func fromScalar(_ value: JSONValue) -> DeletionInput? {
         guard case .string = value else { return nil }
         var input = DeletionInput()

@@ -16,7 +16,7 @@ public enum DrinkType: String, Sendable, Codable, CaseIterable, Hashable {
         return nil
     }
 
-    /// Caffeine in one serving, in milligrams (PROTOCOL.md §1).
+    /// Caffeine in one serving, in milligrams (docs/protocol.md §1).
     public var mgCaffeinePerServing: Double {
         switch self {
         case .smallCoffee: 96

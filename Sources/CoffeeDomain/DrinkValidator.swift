@@ -1,6 +1,6 @@
 import Foundation
 
-/// The rules of PROTOCOL.md §1, applied to decoded input.
+/// The rules of docs/protocol.md §1, applied to decoded input.
 ///
 /// Pure: the current time comes in as an argument, so the future-skew rule
 /// is exact in tests.

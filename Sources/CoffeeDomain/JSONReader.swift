@@ -8,7 +8,7 @@ import Foundation
 /// most of the ingest thread's time, because each optional field that did not
 /// decode threw an error; this reader builds the few values a drink has and
 /// nothing else. An object that gives a key twice is refused, naming the
-/// key (PROTOCOL.md §2: which of the two was meant cannot be known); the
+/// key (docs/protocol.md §2: which of the two was meant cannot be known); the
 /// configuration file is read with `duplicateKeys: .keep` so that its own
 /// error can name the key's path.
 public enum JSONReader {

@@ -3,9 +3,9 @@ import Foundation
 /// Name-based UUIDs, version 5 (RFC 9562 §5.5): SHA-1 of a namespace's 16
 /// bytes and a name's UTF-8, with the version and variant bits set. A Health
 /// export's caffeine record gets one from its own fields, so the same record
-/// always maps to the same drink (PROTOCOL.md §5).
+/// always maps to the same drink (docs/protocol.md §5).
 public enum NameBasedUUID {
-    /// The namespace of Health export records (PROTOCOL.md §5).
+    /// The namespace of Health export records (docs/protocol.md §5).
     public static let healthRecords = UUID(uuidString: "F04AACFF-1D25-4EB2-AA68-571E035447D9")!
 
     public static func v5(namespace: UUID, name: String) -> UUID {

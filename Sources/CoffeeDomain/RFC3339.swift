@@ -2,8 +2,8 @@ import Foundation
 
 /// RFC 3339 dates, parsed and printed without a formatter object.
 ///
-/// `ISO8601DateFormatter` parses about 16 k dates/s on this kind of machine
-/// (DESIGN.md), which alone would cap ingestion; this does the arithmetic
+/// `ISO8601DateFormatter` parses about 16 k dates/s on this kind of machine,
+/// which alone would cap ingestion; this does the arithmetic
 /// directly and is strict about what it accepts.
 public enum RFC3339 {
     /// Parses `2026-11-29T08:15:00Z`, `2026-11-29T09:15:00.250+01:00` and the

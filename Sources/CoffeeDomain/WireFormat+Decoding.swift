@@ -1,6 +1,6 @@
 import Foundation
 
-/// Reading back what the service writes (PROTOCOL.md §1, §3, §4): the
+/// Reading back what the service writes (docs/protocol.md §1, §3, §4): the
 /// inverse of `WireFormat`'s encoding, for clients (`CoffeeTrackerClient`).
 /// It reads the service's output, so it checks shapes, not the drink rules
 /// (the service applied those on the way in).

@@ -1,6 +1,6 @@
 import Foundation
 
-/// How domain values look on the wire (PROTOCOL.md §1 and §3).
+/// How domain values look on the wire (docs/protocol.md §1 and §3).
 public enum WireFormat {
     /// A drink: `uuid`, `mgCaffeine`, `date`, `version`, and `type` and
     /// `source` when known; in `changes`, the `anchor` of its own change.
@@ -44,7 +44,7 @@ public enum WireFormat {
         out.append(UInt8(ascii: "}"))
     }
 
-    /// A `changes` message (PROTOCOL.md §3), as bytes: each drink and
+    /// A `changes` message (docs/protocol.md §3), as bytes: each drink and
     /// tombstone with the anchor of its own change (`addedAnchors[i]` is
     /// `added[i]`'s).
     public static func changesMessage(
@@ -77,7 +77,7 @@ public enum WireFormat {
         return .object(members)
     }
 
-    /// A `model` message (PROTOCOL.md §3), `members(model)` as one object
+    /// A `model` message (docs/protocol.md §3), `members(model)` as one object
     /// written straight to bytes: a round with drinks dated now made 300
     /// JSON values of the timeline and their strings ten times a second,
     /// most of the model's own time. A test holds the two to the same bytes.

@@ -15,7 +15,7 @@ import HealthStore
 /// the rest wait for the next. The seed's `ExtensionDelegate` background
 /// refresh is the refresh timer here.
 public final class ModelService: Service {
-    /// The model's pace, with the defaults of PROTOCOL.md §3.
+    /// The model's pace, with the defaults of docs/protocol.md §3.
     public struct Configuration: Sendable {
         /// At most one round, and one `model` message, per interval
         /// (`publish.modelIntervalMs`, default 100 ms).

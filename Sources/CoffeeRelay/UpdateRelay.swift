@@ -5,7 +5,7 @@ import Foundation
 import Synchronization
 import ZeroMQ
 
-/// `coffee-tracker relay` (PROTOCOL.md §11): one update endpoint forwarded
+/// `coffee-tracker relay` (docs/protocol.md §11): one update endpoint forwarded
 /// to many subscribers by libzmq's own proxy, XSUB to XPUB, on a thread of
 /// its own (`relay-proxy`). Every message passes unchanged, so `changes`
 /// chains stay whole through any number of relays.

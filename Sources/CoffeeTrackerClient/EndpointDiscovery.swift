@@ -26,7 +26,7 @@ public struct ServiceLocation: Sendable, Equatable {
 
     public var endpointsPath: String { (dataDirectory as NSString).appendingPathComponent("endpoints.json") }
 
-    /// Reads what a client needs of a service's configuration file (PROTOCOL.md
+    /// Reads what a client needs of a service's configuration file (docs/protocol.md
     /// §7): `dataDirectory` (relative to the file's folder) and the first bind
     /// of each endpoint; the rest of the file is the service's business.
     ///
@@ -57,7 +57,7 @@ public struct ServiceLocation: Sendable, Equatable {
 /// Where a client finds the service: `endpoints.json` in the data folder
 /// when the service wrote one, else the configured binds.
 public enum EndpointDiscovery {
-    /// An endpoint written without its scheme: bad usage (exit 2, PROTOCOL.md §8).
+    /// An endpoint written without its scheme: bad usage (exit 2, docs/protocol.md §8).
     public struct SchemeMissing: Error, CustomStringConvertible {
         public let description: String
     }

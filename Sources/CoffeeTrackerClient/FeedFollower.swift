@@ -23,7 +23,7 @@ public struct FeedState: Sendable {
     public init() {}
 }
 
-/// The Clone pattern of PROTOCOL.md §3 in one call (§10): subscribes to
+/// The Clone pattern of docs/protocol.md §3 in one call (§10): subscribes to
 /// `changes`, `model` and `heartbeat` first, then reads `changes` from null
 /// page by page; drops what was queued at or below its anchor and applies
 /// each `changes` whose `previousAnchor` is its anchor. It resyncs from its

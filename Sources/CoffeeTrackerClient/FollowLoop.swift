@@ -2,7 +2,7 @@ import CoffeeDomain
 import Foundation
 import ZeroMQ
 
-/// What a follow loop keeps in step with a service (PROTOCOL.md §3, §10):
+/// What a follow loop keeps in step with a service (docs/protocol.md §3, §10):
 /// a client's copy of the feed (`FeedFollower`), or a standby's store.
 public protocol FeedTarget {
     /// Every change up to this anchor is held.
@@ -31,7 +31,7 @@ extension FeedTarget {
     public mutating func lost() {}
 }
 
-/// The Clone pattern of PROTOCOL.md §3 on a thread of its own (its sockets
+/// The Clone pattern of docs/protocol.md §3 on a thread of its own (its sockets
 /// block): subscribes to `changes`, `model` and `heartbeat` first, then
 /// lets its target resync through the query endpoint; drops what was
 /// queued at or below the target's anchor and applies each `changes` whose

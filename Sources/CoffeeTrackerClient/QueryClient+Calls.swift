@@ -1,7 +1,7 @@
 import CoffeeDomain
 import Foundation
 
-/// The calls of PROTOCOL.md §4, with typed replies decoded from the wire.
+/// The calls of docs/protocol.md §4, with typed replies decoded from the wire.
 extension QueryClient {
     /// A request the service refused: `code` (`invalid_drink`,
     /// `anchor_expired`, `unavailable`…), its message, and for a drink the

@@ -1,7 +1,7 @@
 import CoffeeDomain
 import Foundation
 
-/// A page of `changes` (PROTOCOL.md §4).
+/// A page of `changes` (docs/protocol.md §4).
 public struct Changes: Sendable, Equatable {
     public var added: [Drink]
     public var deleted: [Tombstone]

@@ -6,7 +6,7 @@ import Syscall
     import Glibc
 #endif
 
-/// A copy of the store taken while it runs (PROTOCOL.md §11, Backups).
+/// A copy of the store taken while it runs (docs/protocol.md §11, Backups).
 public struct BackupResult: Sendable, Equatable {
     /// The anchor the copy holds everything up to.
     public var anchor: Int64

@@ -2,7 +2,7 @@ import Foundation
 import SQLite
 
 /// Storage faults (disk full, I/O error, read-only file system) as a state
-/// the store is in, not an event it logs (PROTOCOL.md §1).
+/// the store is in, not an event it logs (docs/protocol.md §1).
 ///
 /// Entering it, the store keeps the bus's batches (held, in order, at the
 /// front of the queue) and tells every other writer `unavailable` at once.

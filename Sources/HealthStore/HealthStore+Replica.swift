@@ -2,7 +2,7 @@ import CoffeeDomain
 import Foundation
 import Synchronization
 
-/// A standby's writing (PROTOCOL.md §11): the changes its primary made, each
+/// A standby's writing (docs/protocol.md §11): the changes its primary made, each
 /// stored under the anchor the primary gave it, through the one commit path,
 /// so that a page that ends inside a commit means the same on both.
 extension HealthStore {

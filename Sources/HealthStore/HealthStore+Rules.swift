@@ -2,10 +2,10 @@ import CoffeeDomain
 import Foundation
 import SQLite
 
-/// The store rules of PROTOCOL.md §1, applied inside an open transaction,
+/// The store rules of docs/protocol.md §1, applied inside an open transaction,
 /// and the record of what one commit changed.
 extension HealthStore {
-    /// Applies the store rules of PROTOCOL.md §1 for one batch, inside the
+    /// Applies the store rules of docs/protocol.md §1 for one batch, inside the
     /// open transaction.
     func write(_ batch: WriteBatch, into changes: inout CommitChanges) throws -> WriteResult {
         var result = WriteResult()

@@ -19,7 +19,7 @@ import Synchronization
 /// service (`HealthStore+Maintenance.swift`). Commits are observed one way:
 /// `observeCommits`.
 public actor HealthStore {
-    /// Store settings, with the defaults of PROTOCOL.md §7.
+    /// Store settings, with the defaults of docs/protocol.md §7.
     public struct Configuration: Sendable {
         /// The SQLite file; created if missing.
         public var path: String
@@ -75,7 +75,7 @@ public actor HealthStore {
         var arrived = ContinuousClock.now
         var completion: @Sendable (Result<WriteResult, any Error>) -> Void
     }
-    /// From taking a commit's batches to its fsync returning (PROTOCOL.md §9).
+    /// From taking a commit's batches to its fsync returning (docs/protocol.md §9).
     public nonisolated let commitDuration = Histogram()
     /// What is queued, who commits it, and the storage fault, if any
     /// (`HealthStore+Faults.swift`): every decision of the writer.

@@ -2,7 +2,7 @@ import CoffeeDomain
 import Foundation
 import SQLite
 
-/// A standby's writes (PROTOCOL.md §11): each change as its primary made it.
+/// A standby's writes (docs/protocol.md §11): each change as its primary made it.
 extension Statements {
     /// Writes `change` under the primary's `anchor`, replacing any record of
     /// its UUID whatever its version: the primary applied the rules already,

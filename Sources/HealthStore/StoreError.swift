@@ -47,7 +47,7 @@ public struct StoreError: Error, CustomStringConvertible, Sendable, Equatable {
         StoreError(code: .unavailable, message: "the store cannot write now (\(reason)); nothing was stored, try again later")
     }
 
-    /// A standby's change whose anchor is not after the store's (PROTOCOL.md §11).
+    /// A standby's change whose anchor is not after the store's (docs/protocol.md §11).
     static func outOfOrder(_ anchor: Int64, after held: Int64) -> StoreError {
         StoreError(
             code: .outOfOrder, message: "a change at anchor \(anchor) is not after the store's anchor \(held); nothing was stored"

@@ -35,7 +35,7 @@ public struct WriteResult: Sendable, Hashable {
     /// Saves ignored because a record with the same or a higher version exists.
     public var duplicates: Int
     /// Of those, the ones whose record is a deletion: the drink was deleted,
-    /// and only a higher version brings it back (PROTOCOL.md §1).
+    /// and only a higher version brings it back (docs/protocol.md §1).
     public var deletedDuplicates: [Tombstone] = []
     /// Live drinks that became tombstones.
     public var deleted: Int
@@ -58,7 +58,7 @@ public struct ChangeSet: Sendable, Hashable {
     /// Pass this back to continue; the store's anchor when nothing is left.
     public var anchor: Int64
     public var hasMore: Bool
-    /// The anchor of each drink's own change, in `added`'s order (PROTOCOL.md §1, v3).
+    /// The anchor of each drink's own change, in `added`'s order (docs/protocol.md §1, v3).
     public var addedAnchors: [Int64]
     /// The anchor of each tombstone's own change, in `deleted`'s order.
     public var deletedAnchors: [Int64]
@@ -85,7 +85,7 @@ public struct ChangeSet: Sendable, Hashable {
     }
 }
 
-/// Changes with the anchor of each (PROTOCOL.md §1, v3): what a `changes`
+/// Changes with the anchor of each (docs/protocol.md §1, v3): what a `changes`
 /// message or reply carries, drinks and tombstones apart, each in anchor order.
 public struct AnchoredChanges: Sendable, Hashable {
     public var added: [Drink] = []
@@ -147,7 +147,7 @@ public struct CommittedBatch: Sendable, Hashable {
     public var replacesRecords: Bool
     /// The anchor of each change of `log`, when they are not the anchors
     /// after `previousAnchor` one by one: a standby's commit, whose changes
-    /// keep the anchors their primary gave them (PROTOCOL.md §11). Nil otherwise.
+    /// keep the anchors their primary gave them (docs/protocol.md §11). Nil otherwise.
     public var anchors: [Int64]?
     /// The commit replaced everything the store held (a standby taking its
     /// primary's whole state): `log` is empty, `isComplete` false, and the

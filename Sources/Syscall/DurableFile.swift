@@ -7,7 +7,7 @@ import Foundation
 /// Whole-file writes that survive a crash: temp file, fsync, rename, fsync the folder.
 ///
 /// `Data.write(options: .atomic)` fsyncs the file but not the folder after
-/// its rename (DESIGN.md), so the new name could be lost on power failure.
+/// its rename, so the new name could be lost on power failure.
 /// Failures are `SystemCallError`s naming the call and the path.
 public enum DurableFile {
     /// Replaces the file at `url` with `data`, atomically and durably.

@@ -37,7 +37,7 @@ struct Vectors: Decodable {
     }
 }
 
-@Suite("Model vectors (PROTOCOL.md §3)", .timeLimit(.minutes(2)))
+@Suite("Model vectors (docs/protocol.md §3)", .timeLimit(.minutes(2)))
 struct ModelVectorTests {
     @Test(arguments: 0..<4)
     func vectorCase(_ index: Int) throws {

@@ -2,7 +2,7 @@ import CoffeeDomain
 import Foundation
 import Testing
 
-@Suite("Validation and decoding (PROTOCOL.md §1)", .timeLimit(.minutes(2)))
+@Suite("Validation and decoding (docs/protocol.md §1)", .timeLimit(.minutes(2)))
 struct ValidationTests {
     let now = RFC3339.parse("2026-11-29T13:00:00Z")!
     let decoder = BatchDecoder()

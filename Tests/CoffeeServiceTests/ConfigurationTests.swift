@@ -4,7 +4,7 @@ import Testing
 
 @testable import CoffeeService
 
-@Suite("Configuration (PROTOCOL.md §7)", .timeLimit(.minutes(2)))
+@Suite("Configuration (docs/protocol.md §7)", .timeLimit(.minutes(2)))
 struct ConfigurationTests {
     func parse(_ json: String) throws -> ServiceConfiguration {
         try ConfigurationLoader.parse(Data(json.utf8), file: "c.json", relativeTo: "/etc/ct")

@@ -72,7 +72,7 @@ struct InboxDocumentTests {
         }
     }
 
-    /// A name given twice refuses the file, naming the name (PROTOCOL.md §2).
+    /// A name given twice refuses the file, naming the name (docs/protocol.md §2).
     @Test func aRepeatedNameRefusesTheFile() throws {
         let text = #"{"drinks":[\#(Self.d1)],"drinks":[\#(Self.d1)],"deleted":[]}"#
         #expect {

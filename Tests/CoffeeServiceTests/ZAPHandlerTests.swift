@@ -4,7 +4,7 @@ import ZeroMQ
 
 @testable import CoffeeService
 
-@Suite("ZAP handler: who may connect where (PROTOCOL.md §6)", .timeLimit(.minutes(2)))
+@Suite("ZAP handler: who may connect where (docs/protocol.md §6)", .timeLimit(.minutes(2)))
 struct ZAPHandlerTests {
     /// A clients directory with a publisher and a reader; the handler over it.
     static func handler() throws -> (ZAPHandler, CurveKeyPair, CurveKeyPair, ServiceCounters, URL) {

@@ -4,7 +4,7 @@ import Testing
 
 @testable import HealthStore
 
-/// A standby's store (PROTOCOL.md §11): fed its primary's changes with their
+/// A standby's store (docs/protocol.md §11): fed its primary's changes with their
 /// anchors, it holds what the primary holds, under the same anchors, and
 /// announces commits whose pages chain as the primary's do.
 @Suite("A standby's store", .timeLimit(.minutes(1)))

@@ -7,7 +7,7 @@ import Testing
 @_spi(Testing) @testable import HealthStore
 
 /// A disk that fills while the bus's batch is in its commit: the batch is
-/// held, not dropped, and commits once the store can write (PROTOCOL.md §1).
+/// held, not dropped, and commits once the store can write (docs/protocol.md §1).
 @Suite("Storage faults on the bus's paths", .timeLimit(.minutes(1)))
 struct StoreFaultTests {
     func openFaultStore(_ dir: TemporaryDirectory) throws -> HealthStore {

@@ -4,7 +4,7 @@ import Testing
 
 @testable import HealthStore
 
-@Suite("Store rules (PROTOCOL.md §1)", .timeLimit(.minutes(2)))
+@Suite("Store rules (docs/protocol.md §1)", .timeLimit(.minutes(2)))
 struct StoreRulesTests {
     @Test func saveNewDrinkStoresItAndTakesOneAnchor() async throws {
         let dir = TemporaryDirectory()

@@ -127,6 +127,9 @@ def write_export(path, records=500, caffeine_every=10, first=0, invalid=True, so
                 if invalid and i == first + caffeine_every * 3:
                     value, unit = "5000", "mg"  # over limits.maxMgCaffeine: skipped, listed in the summary
                     counts["skipped"] += 1
+                elif invalid and i == first + caffeine_every * 5:
+                    value, unit = "95", "mcg"  # a unit other than mg or g: skipped, never read as mg
+                    counts["skipped"] += 1
                 else:
                     drinks.append(expected_drink(source, start, value, unit, offset, when))
                 chunk.append(caffeine_record(source, start, value, unit))

@@ -1,4 +1,4 @@
-"""PROTOCOL.md §1 (v3): each drink and tombstone in `changes`, messages and
+"""docs/protocol.md §1 (v3): each drink and tombstone in `changes`, messages and
 replies alike, carries the anchor of its own change; a page that ends inside
 a commit therefore means the same to every reader."""
 import json

@@ -1,4 +1,4 @@
-"""PROTOCOL.md §11, Backups: query op `backup` while the service runs, and
+"""docs/protocol.md §11, Backups: query op `backup` while the service runs, and
 `coffee-tracker restore` with it stopped."""
 import json
 import os
@@ -6,10 +6,12 @@ import sqlite3
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import zmq
 
 from conftest import Service, drink, now_iso
+from test_durability import sync_counter  # noqa: F401 (a fixture)
 from test_bus import publisher, subscriber, wait_for_anchor
 
 
@@ -222,3 +224,50 @@ def test_a_restored_store_from_elsewhere_replaces_the_model_cache(folder):
         assert abs(model["mgCaffeine"] - expected["mgCaffeine"]) < 1e-6 and model["drinksToday"] == expected["drinksToday"], (model, expected)
     finally:
         mine.stop()
+
+
+def test_a_backup_is_fsynced_whole_and_its_name_synced_before_the_reply(folder, sync_counter):  # noqa: F811
+    """The copy's own fsync (not only SQLite's fdatasync of its journal
+    change), then the link into place and its folder's sync, before `backup`
+    answers (docs/protocol.md §11)."""
+    from test_durability import counted_service
+    service, log = counted_service(folder, sync_counter)
+    try:
+        service.request({"op": "add", "drinks": [drink() for _ in range(50)]})
+        mark = len(log.read_text().splitlines()) if log.exists() else 0
+        reply = service.request({"op": "backup", "name": "synced.sqlite"})
+        assert reply["ok"], reply
+        lines = [line.rsplit(" ", 1)[0] for line in log.read_text().splitlines()[mark:]]
+        backups = str(Path(reply["file"]).parent)
+        copy = f"fsync {backups}/.synced.sqlite.partial"
+        assert copy in lines, lines
+        assert f"fsync {backups}" in lines[lines.index(copy):], lines
+    finally:
+        service.stop()
+
+
+def test_a_damaged_backup_of_ours_is_refused_by_the_integrity_check(folder):
+    """A backup of this service whose B-tree pages were damaged after it was
+    made (a bad disk, a bad copy) opens, and its anchor reads, but SQLite's
+    integrity check finds it broken: `restore` refuses it and changes nothing."""
+    service = Service(folder).start()
+    try:
+        for _ in range(4):
+            assert service.request({"op": "add", "drinks": [drink() for _ in range(500)]})["ok"]
+        backup = Path(service.request({"op": "backup", "name": "whole.sqlite"})["file"])
+    finally:
+        service.stop()
+    data = bytearray(backup.read_bytes())
+    page = 4096
+    assert len(data) >= 20 * page
+    for p in range(len(data) // page - 8, len(data) // page - 2):  # leaves near the end, not the header or the schema
+        for i in range(p * page + 16, (p + 1) * page, 7):
+            data[i] = (data[i] * 31 + 17) & 0xFF
+    damaged = service.folder / "damaged.sqlite"
+    damaged.write_bytes(bytes(data))
+    store = service.data / "coffee-tracker.sqlite"
+    before = store.read_bytes()
+    refused = service.run_cli("restore", str(damaged))
+    assert refused.returncode == 1 and "nothing was changed" in refused.stderr, refused
+    assert "integrity" in refused.stderr.lower() or "damaged" in refused.stderr.lower(), refused.stderr
+    assert store.read_bytes() == before

@@ -1,4 +1,4 @@
-"""PROTOCOL.md §2 and §3 with pyzmq as the outside publisher and subscriber."""
+"""docs/protocol.md §2 and §3 with pyzmq as the outside publisher and subscriber."""
 import base64
 import json
 import time
@@ -14,7 +14,7 @@ def publisher(service, hwm=0, keys=None):
 
     A PUB drops at its own send high-water mark (pyzmq's default is 1000) when
     the application outruns its I/O thread; a burst publisher raises it, as
-    PROTOCOL.md §2 advises. hwm=0 is unlimited.
+    docs/protocol.md §2 advises. hwm=0 is unlimited.
     """
     pub = service.context.socket(zmq.PUB)
     pub.setsockopt(zmq.LINGER, 5000)

@@ -1,4 +1,4 @@
-"""Durability seen from outside the process (PROTOCOL.md §1): an acknowledged
+"""Durability seen from outside the process (docs/protocol.md §1): an acknowledged
 commit was synced to disk first, and a drain right after a burst stores and
 publishes everything the bus took."""
 import json

@@ -1,4 +1,4 @@
-"""Faults (PROTOCOL.md §1, §2, §5): a full disk loses nothing and the
+"""Faults (docs/protocol.md §1, §2, §5): a full disk loses nothing and the
 service recovers by itself; every regular file that appears in the inbox is
 found; a dead letter keeps every frame; a key given twice is refused."""
 import base64

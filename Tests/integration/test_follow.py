@@ -1,4 +1,4 @@
-"""The Python client (clients/python, PROTOCOL.md §10) against the real
+"""The Python client (clients/python, docs/protocol.md §10) against the real
 service: its calls, and `follow()` kept in step through restarts, dropped
 updates, a commit of many pages and purged tombstones. Each follower ends
 with its drinks equal to `changes` from null and its model of the store's

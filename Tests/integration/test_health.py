@@ -1,4 +1,4 @@
-"""Apple Health exports in the inbox (PROTOCOL.md §5), against the real
+"""Apple Health exports in the inbox (docs/protocol.md §5), against the real
 service, with exports made by health_export.py: the drinks and their
 version-5 UUIDs (computed here by Python's uuid.uuid5), the summary, a second
 import and a later export adding only what is new, the zip, files that are
@@ -53,7 +53,8 @@ def test_an_export_becomes_its_caffeine_drinks_with_a_summary(service, tmp_path)
     s = summary(service, "export.xml")
     assert (s["records"], s["caffeineRecords"], s["imported"], s["duplicates"], s["skippedTotal"]) == (
         counts["records"], counts["caffeineRecords"], len(expected), 0, counts["skipped"])
-    assert len(s["skipped"]) == 1 and s["skipped"][0]["line"] > 50 and "mgCaffeine" in s["skipped"][0]["reason"]
+    assert len(s["skipped"]) == 2 and all(k["line"] > 50 for k in s["skipped"])
+    assert "mgCaffeine" in s["skipped"][0]["reason"] and "unit" in s["skipped"][1]["reason"], s["skipped"]
     # Again, zipped: nothing new.
     zipped = tmp_path / "export.zip"
     zip_export(xml, zipped)
@@ -125,7 +126,7 @@ def test_the_import_command_streams_an_export_and_ends_with_its_summary(service,
     p = service.run_cli("import", str(tmp_path / "export.zip"))
     assert p.returncode == 0, p.stderr
     assert (f"{counts['records']} records, {counts['caffeineRecords']} of caffeine: added {len(expected)}, "
-            f"duplicates 0, skipped 1") in p.stdout, p.stdout
+            f"duplicates 0, skipped {counts['skipped']}") in p.stdout, p.stdout
     assert "skipped line" in p.stdout and "mgCaffeine" in p.stdout
     same_drinks(service, expected)
     code, shown = run_on_terminal(["import", str(xml), "--config", str(service.config_path)], terminal="stderr")

@@ -1,4 +1,4 @@
-"""PROTOCOL.md §5: the watched inbox folder, with real files."""
+"""docs/protocol.md §5: the watched inbox folder, with real files."""
 import json
 import os
 import plistlib
@@ -23,7 +23,7 @@ def inbox(service):
 
 
 def drop(service, name, content):
-    """Writes elsewhere, then renames in, as PROTOCOL.md §5 advises."""
+    """Writes elsewhere, then renames in, as docs/protocol.md §5 advises."""
     tmp = service.folder / ("." + name + ".writing")
     tmp.write_bytes(content if isinstance(content, bytes) else content.encode())
     os.rename(tmp, inbox(service) / name)

@@ -1,5 +1,6 @@
 """Restarts, crashes, signals, configuration errors and the command line."""
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -168,3 +169,21 @@ def test_cli_reports_a_service_that_does_not_answer(folder):
     assert p.returncode == 1
     assert "no answer" in p.stderr
     assert time.time() - start < 10
+
+
+def test_the_model_cache_is_replaced_by_a_rename_never_written_in_place(folder):
+    """A cache a crash interrupts must be the old one or the new one, never
+    half of each: each write goes to a temporary file renamed over the old
+    (a new inode each time), and never leaves the temporary file behind."""
+    s = Service(folder)
+    cache = s.data / "CoffeeTracker.plist"
+    inodes = []
+    for _ in range(3):
+        s.start()
+        assert s.request({"op": "add", "drinks": [drink()]})["ok"]
+        s.stop()
+        assert cache.exists()
+        inodes.append(cache.stat().st_ino)
+    # The new file exists beside the old one before the rename, so two in a row never share an inode.
+    assert all(a != b for a, b in zip(inodes, inodes[1:])), f"the cache kept its inode: written in place ({inodes})"
+    assert not [n for n in os.listdir(s.data) if n.endswith(".tmp")]

@@ -1,4 +1,4 @@
-"""PROTOCOL.md §9 against the real service: systemd's notification protocol
+"""docs/protocol.md §9 against the real service: systemd's notification protocol
 heard by a Python listener, /metrics read by prometheus_client's own parser,
 /healthz and /readyz, an HTTP endpoint that slow or oversized requests
 cannot disturb, SIGHUP, journal and JSON logs, check, --version, and the
@@ -321,7 +321,7 @@ def sandbox(unit_text):
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
 def test_two_people_on_one_host_and_a_relay_as_template_units(folder):
-    """PROTOCOL.md §11: `make install INSTANCES="alice bob"` installs the
+    """docs/protocol.md §11: `make install INSTANCES="alice bob"` installs the
     template units and one configuration per person, each with its own
     ports and folders; each instance verifies and is sandboxed as the
     single unit is."""

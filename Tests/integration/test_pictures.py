@@ -1,4 +1,4 @@
-"""The curve as a picture and a live page (PROTOCOL.md §10), against the
+"""The curve as a picture and a live page (docs/protocol.md §10), against the
 real service: `GET /model.svg` and `coffee-tracker model --svg` checked
 structurally, with the sleep threshold computed here; `GET /`, its assets
 and their Content-Security-Policy; `GET /events` as server-sent events; and

@@ -1,5 +1,5 @@
 """Poison files: no file in the inbox can take the service down, or keep it
-down (PROTOCOL.md §5). Every file ends in processed/ or failed/ with its reason."""
+down (docs/protocol.md §5). Every file ends in processed/ or failed/ with its reason."""
 import json
 import os
 import plistlib

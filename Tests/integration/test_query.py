@@ -1,4 +1,4 @@
-"""PROTOCOL.md §4 over a real ROUTER socket, from pyzmq REQ and DEALER clients."""
+"""docs/protocol.md §4 over a real ROUTER socket, from pyzmq REQ and DEALER clients."""
 import json
 import time
 import uuid

@@ -1,4 +1,4 @@
-"""PROTOCOL.md §11 relays: `coffee-tracker relay` between the service's update
+"""docs/protocol.md §11 relays: `coffee-tracker relay` between the service's update
 endpoint and subscribers, over real sockets, checked with pyzmq and with the
 Python follower."""
 import json

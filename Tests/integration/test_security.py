@@ -1,4 +1,4 @@
-"""PROTOCOL.md §6 against the real service: CURVE on every endpoint, a ZAP
+"""docs/protocol.md §6 against the real service: CURVE on every endpoint, a ZAP
 handler that admits the clients directory with their roles, private files,
 and plaintext kept to one machine. pyzmq (which has CURVE) is the outside
 client; certificates come both from pyzmq's zmq.auth and from `keygen`."""

@@ -1,4 +1,4 @@
-"""A standby (PROTOCOL.md §11): `follow` makes a service a read-only copy of
+"""A standby (docs/protocol.md §11): `follow` makes a service a read-only copy of
 another. Against two real services: the standby ends equal to its primary
 (`changes` from 0, tombstones and each change's anchor included) through
 the primary's restart, kill -9 and a 40,000-drink inbox file; it refuses
@@ -241,3 +241,37 @@ def test_a_standby_follows_a_primary_under_curve_with_a_key_of_its_own(folder):
         lookout.stop()
         standby.stop()
         primary.stop()
+
+
+def test_a_standby_in_step_drops_the_tombstones_its_primary_purged(folder):
+    """A standby that holds tombstones its primary has since purged (it was
+    in step when they were made) removes them once it learns the primary's
+    purgedAnchor: its store then holds what the primary's does, tombstones
+    included, and not only the same live drinks."""
+    import sqlite3
+    primary = primary_service(folder, {"store": {"tombstoneRetentionDays": 1 / 86_400}}).start()
+    standby = standby_service(folder, primary).start()
+    try:
+        drinks = some_changes(primary, n=30)
+        in_step(primary, standby)
+        time.sleep(1.5)  # the deletions' tombstones pass their retention of a second
+        primary.stop()
+        primary.start()  # its start purges them
+        purged = primary.request({"op": "stats"})["purgedAnchor"]
+        assert purged > 0
+        assert primary.request({"op": "add", "drinks": [drink()]})["ok"]
+        wait_until(lambda: standby.request({"op": "stats"})["purgedAnchor"] == purged, timeout=30,
+                   what="the standby to learn the primary's purge")
+        in_step(primary, standby, since=purged)
+    finally:
+        standby.stop()
+        primary.stop()
+
+    def tombstones(service):
+        db = sqlite3.connect(service.data / "coffee-tracker.sqlite")
+        try:
+            return db.execute("SELECT uuid, anchor FROM records WHERE deleted = 1 ORDER BY anchor").fetchall()
+        finally:
+            db.close()
+    assert tombstones(standby) == tombstones(primary) == []
+    assert len(drinks) == 30

@@ -163,7 +163,7 @@ class Soak:
         self.process.wait(timeout=60)
 
     def drop(self, name, content):
-        """Writes beside the inbox, then renames in (PROTOCOL.md §5); durably with `sync_drops`."""
+        """Writes beside the inbox, then renames in (docs/protocol.md §5); durably with `sync_drops`."""
         tmp = self.inbox.parent / ("." + name)
         with open(tmp, "wb") as f:
             f.write(content)

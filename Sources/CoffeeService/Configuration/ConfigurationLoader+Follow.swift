@@ -2,7 +2,7 @@ import Foundation
 import ZeroMQ
 
 extension ConfigurationLoader {
-    /// The `follow` section (PROTOCOL.md §11): the primary's query and
+    /// The `follow` section (docs/protocol.md §11): the primary's query and
     /// update endpoints, and under CURVE its public key and this standby's
     /// own key file.
     static func follow(_ s: Object, _ reader: Reader, _ folder: String) throws -> ServiceConfiguration.Follow {

@@ -5,7 +5,7 @@ import CoffeeModel
 import Foundation
 import HealthStore
 
-/// Everything `coffee-tracker serve` can be told (PROTOCOL.md §7), by the
+/// Everything `coffee-tracker serve` can be told (docs/protocol.md §7), by the
 /// file's sections. Each default is written once, in the part it belongs
 /// to (an endpoint's `Configuration`, the validator's `Limits`, the model),
 /// and read here from it. Relative paths are resolved against the config
@@ -24,7 +24,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var limits = Limits()
     public var log = Log()
     public var security = Security()
-    /// A standby's primary (PROTOCOL.md §11); nil for a primary.
+    /// A standby's primary (docs/protocol.md §11); nil for a primary.
     public var follow: Follow?
 
     public init() {}
@@ -74,7 +74,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public struct Model: Sendable, Equatable {
         public var halfLifeHours = CaffeineModel().halfLifeHours
         public var timeZone = TimeZone.current.identifier
-        /// The picture's "under this by" line (PROTOCOL.md §10).
+        /// The picture's "under this by" line (docs/protocol.md §10).
         public var sleepThresholdMg = CaffeineChart(model: CaffeineModel()).sleepThresholdMg
     }
 
@@ -88,7 +88,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// `store`.
     public struct Store: Sendable, Equatable {
         public var tombstoneRetentionDays = HealthStore.Configuration(path: "").tombstoneRetention / 86_400
-        /// Where query `backup` writes (PROTOCOL.md §11); nil: `<dataDirectory>/backups`.
+        /// Where query `backup` writes (docs/protocol.md §11); nil: `<dataDirectory>/backups`.
         public var backupDirectory: String?
     }
 
@@ -112,7 +112,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
 
     /// `security`.
     public struct Security: Sendable, Equatable {
-        /// `security.curve`: nil for plaintext (loopback only, PROTOCOL.md §6).
+        /// `security.curve`: nil for plaintext (loopback only, docs/protocol.md §6).
         public var curve: Curve?
         /// Plaintext on addresses other than loopback.
         public var allowPlaintextRemote = false

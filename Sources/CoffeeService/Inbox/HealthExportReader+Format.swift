@@ -1,7 +1,7 @@
 import Foundation
 
 extension InboxFormat {
-    /// An Apple Health export's `export.xml` (PROTOCOL.md §5).
+    /// An Apple Health export's `export.xml` (docs/protocol.md §5).
     public static let healthExport = InboxFormat(
         "an Apple Health export", extensions: [".xml"], streams: true, skipsBadRecords: true, sizeLimit: .export
     ) { input, context throws(InboxFileError) in

@@ -3,7 +3,7 @@ import CoffeeDomain
 import Foundation
 import HealthStore
 
-/// An Apple Health export read as a stream (PROTOCOL.md §5): libxml2's
+/// An Apple Health export read as a stream (docs/protocol.md §5): libxml2's
 /// `xmlTextReader` pulls the XML from `HealthExportSource` in 64 KiB pieces
 /// and holds one element at a time, so memory does not grow with the file.
 /// Each `Record` of caffeine becomes a drink; every other element is skipped
@@ -126,7 +126,7 @@ public final class HealthExportReader: InboxFileReader, @unchecked Sendable {
         String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// The drink of a caffeine record (PROTOCOL.md §5), under the drink rules.
+    /// The drink of a caffeine record (docs/protocol.md §5), under the drink rules.
     func drink(source: String, start: String, value: String, unit: String) throws(ValidationError) -> Drink {
         guard let amount = Double(value) else {
             throw ValidationError(field: "value", rule: "must be a number, got \"\(value)\"")

@@ -2,7 +2,7 @@ import CoffeeDomain
 import Foundation
 import HealthStore
 
-/// The drink rules as the inbox's readers apply them (PROTOCOL.md §5): a
+/// The drink rules as the inbox's readers apply them (docs/protocol.md §5): a
 /// JSON Lines line, a whole document; the formats themselves are `InboxFormat`.
 public struct InboxFileParser: Sendable {
     public let decoder: BatchDecoder

@@ -2,7 +2,7 @@ import CoffeeDomain
 import Foundation
 import HealthStore
 
-/// One of the inbox's formats (PROTOCOL.md §5): its names, the limit on its
+/// One of the inbox's formats (docs/protocol.md §5): its names, the limit on its
 /// size, whether it streams, and how a file of it is read. The importer,
 /// `coffee-tracker import` and the help all read `all`; nothing else names
 /// a format. Adding one is a value of this type beside its reader (as

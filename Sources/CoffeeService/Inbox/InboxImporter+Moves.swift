@@ -76,7 +76,7 @@ extension InboxImporter {
         return target
     }
 
-    /// `<name>.summary.json` beside a Health export in `processed/` (PROTOCOL.md §5).
+    /// `<name>.summary.json` beside a Health export in `processed/` (docs/protocol.md §5).
     func writeSummary(_ summary: ImportSummary, _ result: WriteResult, of moved: String) throws {
         let body = JSONValue.object([
             ("file", .string(moved)), ("records", .int(Int64(summary.records))),

@@ -9,7 +9,7 @@ import Syscall
     import Glibc
 #endif
 
-/// Imports inbox files (PROTOCOL.md §5), one at a time, on a thread of its
+/// Imports inbox files (docs/protocol.md §5), one at a time, on a thread of its
 /// own (file reads and fsyncs never touch the cooperative pool).
 ///
 /// Each file is one all-or-nothing store commit. It moves to `processed/`
@@ -20,7 +20,7 @@ public actor InboxImporter {
     private let executor = ThreadExecutor(name: "inbox")
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
-    /// The inbox's settings, with the defaults of PROTOCOL.md §5 and §7.
+    /// The inbox's settings, with the defaults of docs/protocol.md §5 and §7.
     public struct Configuration: Sendable {
         /// The folder (`inboxDirectory`); `processed/` and `failed/` are made in it.
         public var inbox: URL

@@ -9,7 +9,7 @@ import Syscall
 #endif
 
 /// `<data>/rejected.jsonl`: every rejected bus message, one JSON object per
-/// line (PROTOCOL.md §2): `at`, `reason`, `topic`, `body` (the body frame in
+/// line (docs/protocol.md §2): `at`, `reason`, `topic`, `body` (the body frame in
 /// base64) and `frames` (every frame as it arrived, in base64). Appended and
 /// fsynced; a rejected message is never silently dropped.
 ///

@@ -2,7 +2,7 @@ import CoffeeDomain
 import Foundation
 import HealthStore
 
-/// What one bus message is (PROTOCOL.md §2): its topic and body, read in
+/// What one bus message is (docs/protocol.md §2): its topic and body, read in
 /// place from ZeroMQ's buffers, and the drinks, deletions or dead letter
 /// they make.
 extension IngestEndpoint {

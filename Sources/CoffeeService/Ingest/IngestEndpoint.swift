@@ -6,7 +6,7 @@ import HealthStore
 import Synchronization
 import ZeroMQ
 
-/// The SUB socket of PROTOCOL.md §2, on a thread of its own (`ingest`).
+/// The SUB socket of docs/protocol.md §2, on a thread of its own (`ingest`).
 ///
 /// Each wake-up reads what is waiting, validates every message whole, and
 /// hands the valid ones to the store as one batch; the store's group commit
@@ -17,7 +17,7 @@ import ZeroMQ
 /// it drains what it submitted: a shutdown stops reading, then commits
 /// every batch handed to the store.
 public final class IngestEndpoint: Service {
-    /// The ingest endpoint's settings, with the defaults of PROTOCOL.md §2 and §7.
+    /// The ingest endpoint's settings, with the defaults of docs/protocol.md §2 and §7.
     public struct Configuration: Sendable {
         /// Where to bind (`ingest.bind`); `tcp://host:*` picks a port.
         public var bind: [String] = ["tcp://127.0.0.1:5555"]

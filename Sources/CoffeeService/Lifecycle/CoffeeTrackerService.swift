@@ -13,7 +13,7 @@ import ZeroMQ
 #endif
 
 /// `coffee-tracker serve`: the store, the model and the endpoints composed
-/// as one `ServiceGroup`, run until a signal, then drained (PROTOCOL.md §8).
+/// as one `ServiceGroup`, run until a signal, then drained (docs/protocol.md §8).
 ///
 /// The order of the group is the data flow read from the store outwards,
 /// and the drain is that order reversed: inputs stop first (each committing

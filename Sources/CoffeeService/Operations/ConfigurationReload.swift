@@ -1,7 +1,7 @@
 import CoffeeLogging
 import Foundation
 
-/// SIGHUP (PROTOCOL.md §9): the configuration file read again.
+/// SIGHUP (docs/protocol.md §9): the configuration file read again.
 struct ConfigurationReload {
     /// The configuration the service runs with.
     let running: ServiceConfiguration

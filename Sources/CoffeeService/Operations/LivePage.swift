@@ -1,4 +1,4 @@
-/// `GET /` on the HTTP endpoint (PROTOCOL.md §10): one page that shows the
+/// `GET /` on the HTTP endpoint (docs/protocol.md §10): one page that shows the
 /// caffeine curve (`/model.svg`) and keeps it current from `GET /events`,
 /// without a reload. Everything it loads comes from the service (its script
 /// and its style are `/app.js` and `/app.css`), so it runs under

@@ -2,7 +2,7 @@ import CoffeeLogging
 import Foundation
 
 /// The Prometheus text exposition (format 0.0.4) of the metrics of
-/// PROTOCOL.md §9: what `/metrics` serves. Built from a snapshot, so that
+/// docs/protocol.md §9: what `/metrics` serves. Built from a snapshot, so that
 /// the format is tested without a running service.
 public struct MetricsExposition {
     private var lines: [String] = []

@@ -4,7 +4,7 @@ import CoffeeModel
 import Foundation
 import HealthStore
 
-/// What the HTTP endpoint shows of the model (PROTOCOL.md §10): the live
+/// What the HTTP endpoint shows of the model (docs/protocol.md §10): the live
 /// page and its assets, the picture (`/model.svg`, drawn from the drinks of
 /// the last 36 hours, which the model holds), and the first events of `/events` (the
 /// current model, so that a page draws at once; later ones come from

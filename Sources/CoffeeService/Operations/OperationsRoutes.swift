@@ -1,6 +1,6 @@
 import HealthStore
 
-/// What the HTTP endpoint answers (PROTOCOL.md §9 and §10): `/healthz`
+/// What the HTTP endpoint answers (docs/protocol.md §9 and §10): `/healthz`
 /// (the store's thread answers), `/readyz` (started, not draining, the
 /// store writes), `/metrics`, and the model's page, picture and events
 /// (`ModelPictures`); 404 for anything else.

@@ -3,7 +3,7 @@ import CoffeeLogging
 import Foundation
 import Synchronization
 
-/// Tells systemd how the service is (PROTOCOL.md §9): `STATUS=` every few
+/// Tells systemd how the service is (docs/protocol.md §9): `STATUS=` every few
 /// seconds, and `WATCHDOG=1` at half of `WATCHDOG_USEC`, sent only while
 /// every probe answers (the store's thread and each socket loop within a
 /// second), so that a wedged service is restarted rather than kept alive by

@@ -1,7 +1,7 @@
 import CoffeeModel
 import HealthStore
 
-/// The metrics of PROTOCOL.md §9, in Prometheus's text format: the
+/// The metrics of docs/protocol.md §9, in Prometheus's text format: the
 /// service's counters, the store's statistics, the publisher's delays, the
 /// model's caffeine now and the process's own figures.
 struct ServiceMetrics: Sendable {
@@ -9,7 +9,7 @@ struct ServiceMetrics: Sendable {
     let store: HealthStore
     let broadcaster: Broadcaster
     let model: CoffeeData
-    /// A standby's lag behind its primary (PROTOCOL.md §11); nil for a primary.
+    /// A standby's lag behind its primary (docs/protocol.md §11); nil for a primary.
     var following: FollowStatus?
 
     /// The metrics text, read from the parts now.

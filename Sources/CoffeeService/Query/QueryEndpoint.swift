@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 import ZeroMQ
 
-/// The ROUTER socket of PROTOCOL.md §4, on a thread of its own (`query`).
+/// The ROUTER socket of docs/protocol.md §4, on a thread of its own (`query`).
 ///
 /// Each request becomes a child task of `run()` running the handler; its
 /// reply comes back to the socket's thread through the loop's mailbox. REQ and DEALER clients
@@ -12,7 +12,7 @@ import ZeroMQ
 /// is. In a shutdown, new requests get `unavailable` while those in flight
 /// finish (bounded by `Configuration.grace`).
 public final class QueryEndpoint: Service {
-    /// The query endpoint's settings, with the defaults of PROTOCOL.md §4 and §7.
+    /// The query endpoint's settings, with the defaults of docs/protocol.md §4 and §7.
     public struct Configuration: Sendable {
         /// Where to bind (`query.bind`); `tcp://host:*` picks a port.
         public var bind: [String] = ["tcp://127.0.0.1:5557"]

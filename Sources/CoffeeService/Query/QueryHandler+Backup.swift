@@ -8,7 +8,7 @@ import Syscall
 #endif
 
 extension QueryHandler {
-    /// `backup` (PROTOCOL.md §11): a consistent copy of the store, as of one
+    /// `backup` (docs/protocol.md §11): a consistent copy of the store, as of one
     /// anchor, written into `store.backupDirectory` under a plain `name`,
     /// fsynced before the reply.
     func backup(_ request: QueryRequest) async throws -> JSONValue {

@@ -4,7 +4,7 @@ import CoffeeModel
 import Foundation
 import HealthStore
 
-/// Answers query requests (PROTOCOL.md §4): one JSON request in, one JSON
+/// Answers query requests (docs/protocol.md §4): one JSON request in, one JSON
 /// reply out, never silence. Independent of sockets, so it is tested directly.
 public struct QueryHandler: Sendable {
     public static let defaultLimit = 1000
@@ -23,7 +23,7 @@ public struct QueryHandler: Sendable {
     let registry: ClientRegistry?
     /// `store.backupDirectory`: where `backup` writes.
     let backupDirectory: String?
-    /// A standby's follower (PROTOCOL.md §11): writes are refused, `stats` tells the lag.
+    /// A standby's follower (docs/protocol.md §11): writes are refused, `stats` tells the lag.
     let following: FollowStatus?
 
     /// Who sent a request.
@@ -212,7 +212,7 @@ public struct QueryHandler: Sendable {
     }
 
     /// - Parameter caller: a CURVE client's drinks default to the source
-    ///   "query:<client name>" (PROTOCOL.md §6).
+    ///   "query:<client name>" (docs/protocol.md §6).
     func add(_ request: QueryRequest, caller: Caller = .local) async throws -> JSONValue {
         guard case .value(let items) = request.drinks else {
             throw QueryError(.badRequest, "drinks must be an array of drink objects", field: "drinks")

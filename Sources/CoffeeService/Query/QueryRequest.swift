@@ -42,7 +42,7 @@ public struct QueryError: Error, Sendable {
         case tooLarge = "too_large"
         case unavailable
         case forbidden
-        /// A standby (PROTOCOL.md §11) takes no writes.
+        /// A standby (docs/protocol.md §11) takes no writes.
         case readOnly = "read_only"
         case `internal`
     }

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import ZeroMQ
 
-/// What a client's key may do (PROTOCOL.md §6): HealthKit's share and read
+/// What a client's key may do (docs/protocol.md §6): HealthKit's share and read
 /// authorisations, and the bus's publish and subscribe.
 public enum Role: String, Sendable, CaseIterable, Comparable {
     /// Send to the ingest endpoint.

@@ -6,7 +6,7 @@ import ZeroMQ
     import Glibc
 #endif
 
-/// The security settings (PROTOCOL.md §6) checked and loaded before
+/// The security settings (docs/protocol.md §6) checked and loaded before
 /// anything starts: the service's own key pair and the admitted clients
 /// under CURVE, or the assurance that plaintext stays on this machine.
 public struct SecuritySetup: Sendable {
@@ -161,7 +161,7 @@ public struct SecuritySetup: Sendable {
                 "http.bind \(displayed(endpoint, key)) is not a loopback address, and the HTTP endpoint serves health data in plaintext, for one machine only. Set http.tls and security.tokensDirectory, bind it to 127.0.0.1 behind a TLS proxy, or set security.allowPlaintextRemote: true to accept plaintext across the network (with tokens: a TLS proxy on another host)"
         }
         return
-            "\(key) \(endpoint) is not a loopback address, and without CURVE the service speaks plaintext, for one machine only. Set security.curve (PROTOCOL.md §6), or security.allowPlaintextRemote: true to accept plaintext across the network"
+            "\(key) \(endpoint) is not a loopback address, and without CURVE the service speaks plaintext, for one machine only. Set security.curve (docs/protocol.md §6), or security.allowPlaintextRemote: true to accept plaintext across the network"
     }
 
     /// `http.bind` is written `host:port` in the file, not as a ZeroMQ endpoint.

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// How far a standby is behind its primary (PROTOCOL.md §11): the
+/// How far a standby is behind its primary (docs/protocol.md §11): the
 /// primary's anchor as last heard, and since when a change heard has waited
 /// for its commit here. Written by the follower's thread; read by `stats`
 /// and `/metrics`.

@@ -4,7 +4,7 @@ import CoffeeTrackerClient
 import Foundation
 import HealthStore
 
-/// A standby's store as a follow loop's target (PROTOCOL.md §11): each
+/// A standby's store as a follow loop's target (docs/protocol.md §11): each
 /// change stored under its primary's anchor. It starts from its own anchor
 /// (0 when new, so that it holds the tombstones too); where the primary has
 /// purged past it, or the primary is behind it, it takes the primary's

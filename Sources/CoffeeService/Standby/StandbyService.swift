@@ -6,7 +6,7 @@ import HealthStore
 import Synchronization
 
 /// A standby's follower of its primary (`follow` in the configuration,
-/// PROTOCOL.md §11), in the group where a primary's inputs are: a follow
+/// docs/protocol.md §11), in the group where a primary's inputs are: a follow
 /// loop on a thread of its own (its sockets and the store's commits block)
 /// that stores each change under the primary's anchor. It survives the
 /// primary's restarts by the loop's own resync; a refusal (a key without

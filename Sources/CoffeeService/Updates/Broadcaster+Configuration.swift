@@ -1,7 +1,7 @@
 import ZeroMQ
 
 extension Broadcaster {
-    /// The update endpoint's settings, with the defaults of PROTOCOL.md §3 and §7.
+    /// The update endpoint's settings, with the defaults of docs/protocol.md §3 and §7.
     public struct Configuration: Sendable {
         /// Where to bind (`updates.bind`); `tcp://host:*` picks a port.
         public var bind: [String] = ["tcp://127.0.0.1:5556"]

@@ -6,7 +6,7 @@ import HealthStore
 import Synchronization
 import ZeroMQ
 
-/// The PUB socket of PROTOCOL.md §3, on a thread of its own (`updates`).
+/// The PUB socket of docs/protocol.md §3, on a thread of its own (`updates`).
 ///
 /// Producers post to a bounded mailbox, or send a small commit themselves
 /// while the publisher is idle, and never wait: a slow or stuck
@@ -45,7 +45,7 @@ public final class Broadcaster: Service {
     private let counters: ServiceCounters
     private let logger: Logger
     /// From an event's arrival at the store to its `changes` message being
-    /// handed to ZeroMQ (PROTOCOL.md §9).
+    /// handed to ZeroMQ (docs/protocol.md §9).
     public let publishDelay = Histogram()
 
     /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
@@ -171,7 +171,7 @@ public final class Broadcaster: Service {
     }
 
     /// A commit whose changes it carries, as `changes` messages of at most
-    /// `pageSize` changes (PROTOCOL.md §3): a larger commit's pages chain.
+    /// `pageSize` changes (docs/protocol.md §3): a larger commit's pages chain.
     private func sendCommit(_ socket: ZMQSocket, _ commit: CommittedBatch) {
         for batch in commit.pages(of: Self.pageSize) {
             sendChanges(
@@ -204,7 +204,7 @@ public final class Broadcaster: Service {
         var waiting: [Outgoing] = []
     }
 
-    /// The most changes one `changes` message carries (PROTOCOL.md §3).
+    /// The most changes one `changes` message carries (docs/protocol.md §3).
     static let pageSize = 5000
 
     private func handle(_ outgoing: Outgoing, _ socket: ZMQSocket, _ reading: PageReading) {

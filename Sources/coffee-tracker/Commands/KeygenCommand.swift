@@ -10,7 +10,7 @@ enum KeygenCommand {
     static let help = """
         Usage: coffee-tracker keygen NAME [--name CLIENT] [--roles ROLES]
 
-        Makes a CURVE key pair (PROTOCOL.md §6) and writes it as ZeroMQ
+        Makes a CURVE key pair (docs/protocol.md §6) and writes it as ZeroMQ
         certificates, the files CZMQ's zcert and pyzmq's zmq.auth write:
 
           NAME.key          the public certificate: give it to the other side

@@ -10,7 +10,7 @@ import ZeroMQ
     import Glibc
 #endif
 
-/// `relay`: an update endpoint forwarded to many subscribers (PROTOCOL.md §11).
+/// `relay`: an update endpoint forwarded to many subscribers (docs/protocol.md §11).
 enum RelayCommand {
     static let help = """
         Usage: coffee-tracker relay --from ENDPOINT --bind ENDPOINT [--bind ENDPOINT…]

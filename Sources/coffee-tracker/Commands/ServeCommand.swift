@@ -45,7 +45,7 @@ enum ServeCommand {
         LoggingSystem.shared.configure(
             level: configuration.log.level,
             handler: StderrLogHandler(format: configuration.log.format, journal: StderrLogHandler.stderrIsJournal))
-        // Everything the service creates is private to its user (PROTOCOL.md §6).
+        // Everything the service creates is private to its user (docs/protocol.md §6).
         umask(0o077)
         let signals = SignalStream.make([SIGINT, SIGTERM, SIGHUP, SIGUSR1])
         let service = CoffeeTrackerService(configuration: configuration, configurationPath: path)

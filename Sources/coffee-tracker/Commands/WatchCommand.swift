@@ -9,7 +9,7 @@ import ZeroMQ
 #endif
 
 /// `watch`: follows the service through the client library's follower
-/// (`FeedFollower`, PROTOCOL.md §10), so it survives restarts and dropped
+/// (`FeedFollower`, docs/protocol.md §10), so it survives restarts and dropped
 /// messages by the same code every consumer uses.
 enum WatchCommand {
     static let help = """
