@@ -138,7 +138,8 @@ public final class TokenRegistry: Sendable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw LoadError(
                 description:
-                    "\(path) cannot be read by this user: make it with coffee-tracker token run as the service's user, or chown it")
+                    "\(path) cannot be read by this user: make it with coffee-tracker token run as the service's user, or chown it"
+            )
         }
         guard case .object(let members)? = try? JSONReader.parse(data) else {
             throw LoadError(description: "\(path): not a token file (a JSON object with sha256 and roles)")
