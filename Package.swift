@@ -77,7 +77,7 @@ let package = Package(
         // Past one machine (PROTOCOL.md §11): the relay of the update feed.
         .target(
             name: "CoffeeRelay",
-            dependencies: ["ZeroMQ", "CoffeeService", "CoffeeLogging", "CoffeeLifecycle"],
+            dependencies: ["ZeroMQ", "CoffeeLogging", "CoffeeLifecycle"],
             swiftSettings: strict),
 
         .executableTarget(

@@ -191,6 +191,14 @@ def python_follower_on_large_commits(binary, n):
             service.stop()
 
 
+def build_sse_clients():
+    """bench/tools/sse_clients.c, compiled into .build/peers."""
+    sse_clients = ROOT / ".build/peers/sse_clients"
+    sse_clients.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["cc", "-O2", "-o", str(sse_clients), str(ROOT / "bench/tools/sse_clients.c"), "-lzmq"], check=True)
+    return sse_clients
+
+
 def event_streams(binary, sse_clients, clients=100, seconds=30):
     """The streams are read by a compiled epoll loop (bench/tools/sse_clients.c):
     one Python process reading 100 streams measured its own reading."""
@@ -239,9 +247,7 @@ def main():
     results["python_follower_large_commit"] = python_follower_on_large_commits(args.binary, args.commit)
     print(json.dumps(results["python_follower_large_commit"]), flush=True)
     print("consumers: 100 event streams at 10 models/s", flush=True)
-    sse_clients = ROOT / ".build/peers/sse_clients"
-    subprocess.run(["cc", "-O2", "-o", str(sse_clients), str(ROOT / "bench/tools/sse_clients.c"), "-lzmq"], check=True)
-    results["event_streams"] = event_streams(args.binary, sse_clients, seconds=args.seconds)
+    results["event_streams"] = event_streams(args.binary, build_sse_clients(), seconds=args.seconds)
     print(json.dumps(results["event_streams"]), flush=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.out}")

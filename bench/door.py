@@ -37,7 +37,7 @@ import zmq
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from consumers import Service, drink, rss_mb  # noqa: E402
+from consumers import Service, build_sse_clients, drink, rss_mb  # noqa: E402
 
 
 def percentile(values, p):
@@ -328,9 +328,7 @@ def main():
     parser.add_argument("--out", default=str(ROOT / "bench/door.json"))
     parser.add_argument("--seconds", type=int, default=30, help="how long the crowd stays")
     args = parser.parse_args()
-    sse_clients = ROOT / ".build/peers/sse_clients"
-    sse_clients.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["cc", "-O2", "-o", str(sse_clients), str(ROOT / "bench/tools/sse_clients.c"), "-lzmq"], check=True)
+    sse_clients = build_sse_clients()
     results = {}
     print("http: /healthz alone, then beside 1,000 idle keep-alive connections and 100 event streams", flush=True)
     results["crowd"] = crowd(args.binary, sse_clients, seconds=args.seconds)

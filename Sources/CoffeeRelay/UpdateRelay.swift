@@ -1,6 +1,5 @@
 import CoffeeLifecycle
 import CoffeeLogging
-import CoffeeService
 import Foundation
 import Synchronization
 import ZeroMQ

@@ -1,6 +1,5 @@
-import ZeroMQ
-
-/// How an endpoint is secured under `security.curve`: a CURVE server with
+/// How an endpoint is secured under `security.curve` (the service's) or a
+/// relay's `--secret-key-file`: a CURVE server with
 /// the service's secret key, checked by the ZAP handler under `domain`.
 public struct CurveServerSettings: Sendable {
     public var secretKey: String
@@ -17,7 +16,7 @@ public struct CurveServerSettings: Sendable {
 extension ZMQSocket {
     /// Makes the socket a CURVE server checked by ZAP, when `curve` is set;
     /// before binding.
-    func secure(_ curve: CurveServerSettings?) throws(ZMQError) {
+    public func secure(_ curve: CurveServerSettings?) throws(ZMQError) {
         guard let curve else { return }
         try setZapDomain(curve.domain)
         try setCurveServer(secretKey: curve.secretKey)
