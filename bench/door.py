@@ -14,8 +14,8 @@ baseline from the same invocation, against the release service on loopback:
 4. The JSON API (§12) over HTTPS with a token: `POST /api/v1/drinks` of one
    drink at 100 requests/s on a kept-alive connection, p99, beside the query
    endpoint's `add` at the same rate (alternated trials, one service); and
-   100-drink POSTs at full speed (two client processes, bodies made before
-   the clock starts), drinks stored per second, beside the bus at full speed
+   100-drink POSTs at full speed (two client processes of four connections
+   each, bodies made before the clock starts), drinks stored per second, beside the bus at full speed
    (the shared load generator, 100-event and 1-event messages).
 
     python3 bench/door.py [--binary .build/release/coffee-tracker] [--out bench/door.json]
@@ -228,33 +228,43 @@ def query_latency(endpoint, seconds, rate=100):
     return {"p50_ms": percentile(times, 0.5), "p99_ms": percentile(times, 0.99), "requests": len(times)}
 
 
-# A light client: each request's bytes made before the clock starts, sent on one
-# kept-alive TLS connection, its reply read to its length; the added count read by
-# a pattern (so that the client's own CPU, on the same two cores, stays small).
+# A light client: each request's bytes made before the clock starts, sent on
+# kept-alive TLS connections (several per process, a thread each, so that more
+# requests are in flight than processes compete for the two cores), each reply
+# read to its length and its added count read by a pattern.
 POSTER = r"""
-import json, re, socket, ssl, sys
-port, cert, token, bodies = int(sys.argv[1]), sys.argv[2], sys.argv[3], json.load(open(sys.argv[4]))
+import json, re, socket, ssl, sys, threading
+port, cert, token, bodies, connections = int(sys.argv[1]), sys.argv[2], sys.argv[3], json.load(open(sys.argv[4])), int(sys.argv[5])
 requests = []
 for b in bodies:
     body = json.dumps(b, separators=(",", ":")).encode()
     requests.append(b"POST /api/v1/drinks HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + token.encode()
                     + b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-tls = ssl.create_default_context(cafile=cert).wrap_socket(socket.create_connection(("localhost", port)), server_hostname="localhost")
-sys.stdout.write("ready\n"); sys.stdout.flush(); sys.stdin.readline()
-added, buffer = 0, b""
+context = ssl.create_default_context(cafile=cert)
+sockets = [context.wrap_socket(socket.create_connection(("localhost", port)), server_hostname="localhost")
+           for _ in range(connections)]
 length = re.compile(rb"Content-Length: (\d+)", re.I)
-for r in requests:
-    tls.sendall(r)
-    while True:
-        head, sep, rest = buffer.partition(b"\r\n\r\n")
-        if sep:
-            n = int(length.search(head).group(1))
-            if len(rest) >= n:
-                added += int(re.search(rb'"added":(\d+)', rest[:n]).group(1))
-                buffer = rest[n:]
-                break
-        buffer += tls.recv(65536)
-print(added)
+added = [0] * connections
+
+def post(k):
+    tls, buffer = sockets[k], b""
+    for r in requests[k::connections]:
+        tls.sendall(r)
+        while True:
+            head, sep, rest = buffer.partition(b"\r\n\r\n")
+            if sep:
+                n = int(length.search(head).group(1))
+                if len(rest) >= n:
+                    added[k] += int(re.search(rb'"added":(\d+)', rest[:n]).group(1))
+                    buffer = rest[n:]
+                    break
+            buffer += tls.recv(65536)
+
+threads = [threading.Thread(target=post, args=(k,)) for k in range(connections)]
+sys.stdout.write("ready\n"); sys.stdout.flush(); sys.stdin.readline()
+for t in threads: t.start()
+for t in threads: t.join()
+print(sum(added))
 """
 
 
@@ -265,7 +275,7 @@ def loadgen_drink(run, i, date):
             "date": date}
 
 
-def api_full_speed(port, cert, token, folder, posts=2000, per_post=100, clients=2):
+def api_full_speed(port, cert, token, folder, posts=2000, per_post=100, clients=2, connections=4):
     procs = []
     date = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60))
     for k in range(clients):
@@ -273,7 +283,7 @@ def api_full_speed(port, cert, token, folder, posts=2000, per_post=100, clients=
         bodies = [[loadgen_drink(run, j * per_post + i, date) for i in range(per_post)] for j in range(posts // clients)]
         path = folder / f"bodies-{k}.json"
         path.write_text(json.dumps(bodies))
-        p = subprocess.Popen([sys.executable, "-c", POSTER, str(port), str(cert), token, str(path)],
+        p = subprocess.Popen([sys.executable, "-c", POSTER, str(port), str(cert), token, str(path), str(connections)],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert p.stdout.readline().strip() == "ready"
         procs.append(p)
