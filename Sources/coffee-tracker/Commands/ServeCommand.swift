@@ -14,11 +14,13 @@ enum ServeCommand {
         publisher, the query endpoint and the anchored store. SIGINT or SIGTERM
         drains it: input stops, held work is committed, the last model is
         published, sockets close, and it exits 0. SIGHUP re-reads the clients
-        directory of security.curve and log.level (other keys need a restart;
-        the log says which changed). Files it creates are private (umask 077).
+        directory of security.curve, the tokens directory, the TLS certificate
+        and key of http.tls, and log.level (other keys need a restart; the log
+        says which changed). Files it creates are private (umask 077).
         Under systemd (NOTIFY_SOCKET) it reports READY=1, STATUS=, STOPPING=1
-        and feeds the watchdog while every part answers; http.bind serves
-        /metrics, /healthz and /readyz. With follow in the configuration it
+        and feeds the watchdog while every part answers; http.bind serves the
+        live page, the JSON API (/api/v1), /metrics, /healthz and /readyz,
+        over HTTPS with http.tls. With follow in the configuration it
         is a standby: a read-only copy of the primary there (add and delete
         get read_only, no bus or inbox); restarted without follow, it is a
         primary that continues the anchors.
