@@ -63,7 +63,7 @@ let package = Package(
             swiftSettings: strict),
 
         // What a client of the service needs, and nothing of the service: its calls, typed, and follow().
-        .target(name: "CoffeeTrackerClient", dependencies: ["ZeroMQ", "CoffeeDomain"], swiftSettings: strict),
+        .target(name: "CoffeeTrackerClient", dependencies: ["ZeroMQ", "CoffeeDomain", "Syscall"], swiftSettings: strict),
 
         // Endpoints, inbox, configuration and lifecycle.
         .target(

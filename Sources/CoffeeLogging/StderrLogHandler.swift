@@ -28,7 +28,7 @@ public struct StderrLogHandler: LogHandler {
         guard let value = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] else { return false }
         let parts = value.split(separator: ":").compactMap { UInt64($0) }
         var info = stat()
-        guard parts.count == 2, fstat(2, &info) == 0 else { return false }
+        guard parts.count == 2, (try? Syscall.call("fstat", "stderr") { fstat(2, &info) }) != nil else { return false }
         return UInt64(info.st_dev) == parts[0] && UInt64(info.st_ino) == parts[1]
     }
 

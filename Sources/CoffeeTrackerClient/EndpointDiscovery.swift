@@ -1,5 +1,6 @@
 import CoffeeDomain
 import Foundation
+import Syscall
 import ZeroMQ
 
 #if canImport(Glibc)
@@ -77,10 +78,20 @@ public enum EndpointDiscovery {
     /// clients fail at once instead of waiting out their timeout.
     ///
     /// - Throws: `QueryClient.Failure` naming the pid and the file.
+    /// Whether no process `pid` exists (kill with signal 0 says ESRCH); one of another user's counts as running.
+    static func hasExited(_ pid: Int32) -> Bool {
+        do {
+            try Syscall.call("kill", "pid \(pid)") { kill(pid, 0) }
+            return false
+        } catch {
+            return error.errno == ESRCH
+        }
+    }
+
     public static func running(_ configuration: ServiceLocation) throws -> (query: String, updates: String, ingest: String) {
         if let data = FileManager.default.contents(atPath: configuration.endpointsPath),
             let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let pid = (json["pid"] as? NSNumber)?.int32Value, pid > 0, kill(pid, 0) != 0, errno == ESRCH
+            let pid = (json["pid"] as? NSNumber)?.int32Value, pid > 0, Self.hasExited(pid)
         {
             throw QueryClient.Failure(
                 description:

@@ -21,7 +21,7 @@ public final class DirectoryLock: Sendable {
         do {
             try Syscall.call("flock", path) { flock(fd, LOCK_EX | LOCK_NB) }
         } catch {
-            close(fd)
+            Syscall.close(fd)
             throw error
         }
         self.fd = fd
@@ -40,5 +40,5 @@ public final class DirectoryLock: Sendable {
         }
     }
 
-    deinit { close(fd) }
+    deinit { Syscall.close(fd) }
 }

@@ -48,7 +48,7 @@ public final class WriteBehind: Sendable {
     /// True when the file is longer than when `advance()` last looked.
     public var grew: Bool {
         var info = stat()
-        guard fstat(fd, &info) == 0 else { return false }
+        guard (try? Syscall.call("fstat", "a backup's copy") { fstat(fd, &info) }) != nil else { return false }
         return Int64(info.st_size) > state.withLock { $0.started }
     }
 
@@ -58,7 +58,7 @@ public final class WriteBehind: Sendable {
     /// call it off any thread that others wait on.
     public func advance() {
         var info = stat()
-        guard fstat(fd, &info) == 0 else { return }
+        guard (try? Syscall.call("fstat", "a backup's copy") { fstat(fd, &info) }) != nil else { return }
         state.withLock { state in
             let written = Int64(info.st_size)
             guard written > state.started else { return }
