@@ -38,13 +38,6 @@ int cth_server_streams(cth_server *server) {
     return n;
 }
 
-int cth_server_connections(cth_server *server) {
-    pthread_mutex_lock(&server->lock);
-    int n = server->connections;
-    pthread_mutex_unlock(&server->lock);
-    return n;
-}
-
 const char *cth_request_method(cth_exchange *exchange) { return exchange->method; }
 
 const char *cth_request_target(cth_exchange *exchange) { return exchange->target; }

@@ -80,8 +80,6 @@ void cth_respond(
 void cth_server_broadcast(cth_server *server, const uint8_t *bytes, size_t length);
 /// How many event streams are open.
 int cth_server_streams(cth_server *server);
-/// Connections open now.
-int cth_server_connections(cth_server *server);
 
 /// SHA-256 of `data` into `digest` (32 bytes).
 int cth_sha256(const void *data, size_t length, uint8_t digest[32]);

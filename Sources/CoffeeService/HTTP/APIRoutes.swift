@@ -78,8 +78,8 @@ struct APIRoutes: Sendable {
         case .changes:
             members.append(("anchor", integer(request.query["anchor"])))
             if let limit = request.query["limit"] { members.append(("limit", integer(limit))) }
-        case .add:  // read in place by `QueryHandler.add(body:caller:)`; here for the request it stands for
-            members.append(("drinks", try body(request)))
+        case .add:
+            preconditionFailure("POST /api/v1/drinks is read in place by QueryHandler.add(body:caller:), never made a request")
         case .delete:
             if let uuid = segment {
                 var deletion: [(String, JSONValue)] = [("uuid", .string(uuid))]

@@ -74,9 +74,6 @@ public final class HTTPEndpoint: Service {
     /// even encode its event.
     public var hasEventStreams: Bool { server.withLock { $0.map { cth_server_streams($0.value) > 0 } ?? false } }
 
-    /// Connections open now (event streams included).
-    public var openConnections: Int { server.withLock { $0.map { Int(cth_server_connections($0.value)) } ?? 0 } }
-
     /// The address really bound, `host:port`.
     public var boundAddress: String? { bound.withLock { $0 } }
 
@@ -147,8 +144,7 @@ struct PendingExchange: @unchecked Sendable {
         let body = Array(response.body.utf8)
         body.withUnsafeBufferPointer {
             cth_respond(
-                value, UInt32(response.status), response.headerLines, $0.baseAddress, $0.count, response.streams ? 1 : 0,
-                response.closes ? 1 : 0)
+                value, UInt32(response.status), response.headerLines, $0.baseAddress, $0.count, response.streams ? 1 : 0, 0)
         }
     }
 }

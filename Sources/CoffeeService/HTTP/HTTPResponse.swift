@@ -10,19 +10,16 @@ public struct HTTPResponse: Sendable, Equatable {
     /// An event stream (`text/event-stream`): the body is its first events,
     /// and the connection stays open for those published later.
     public var streams: Bool
-    /// The connection closes after this answer.
-    public var closes: Bool
 
     public init(
         status: Int, contentType: String = "text/plain; charset=utf-8", body: String, headers: [String: String] = [:],
-        streams: Bool = false, closes: Bool = false
+        streams: Bool = false
     ) {
         self.status = status
         self.contentType = contentType
         self.body = body
         self.headers = headers
         self.streams = streams
-        self.closes = closes
     }
 
     /// The header fields as the server takes them: `Name: value` lines, sorted.
