@@ -4,7 +4,7 @@ CONFIG ?= config/coffee-tracker.json
 APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev libmicrohttpd-dev libgnutls28-dev pkg-config chromium chromium-driver fuse3 openssl caddy nginx-light curl nodejs
 PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client selenium mfusepy pyyaml jinja2
 
-.PHONY: all deps build release run test lint format unit integration pyenv bench bench-deps soak powercut tsan fuzz install clean
+.PHONY: all deps build release run test lint format unit integration pyenv bench bench-deps soak powercut tsan fuzz install clean shipped-check
 
 all: build
 
@@ -56,6 +56,15 @@ pyenv: deps
 
 integration: build pyenv
 	COFFEE_TRACKER=$(CURDIR)/.build/debug/coffee-tracker $(PYENV)/bin/python -m pytest -q --timeout=300 Tests/integration
+
+## The shipped (release) binary carries none of the test hooks (Package.swift's TEST_HOOKS):
+## their symbols are in the debug build, which the tests run, and not here. Run by .ci/run.
+TEST_HOOK_SYMBOLS := stallThread|TestClock|setCommitHook|commitFailure|afterBackupChunk|TestHooks|failNextCommitsAsDiskFull|dieWhileImporting
+shipped-check: release build
+	@test "$$(nm .build/debug/coffee-tracker | grep -cE '$(TEST_HOOK_SYMBOLS)')" -gt 0 || { echo "shipped-check: the debug build has no test hooks: the pattern is stale"; exit 1; }
+	@if nm .build/release/coffee-tracker | grep -E '$(TEST_HOOK_SYMBOLS)'; then echo "shipped-check: test hooks in the release binary (above)"; exit 1; fi
+	@if strings .build/release/coffee-tracker | grep COFFEE_TRACKER_TEST; then echo "shipped-check: a test hook's variable in the release binary"; exit 1; fi
+	@echo "shipped-check: the release binary has no test hooks"
 
 ## Benchmarks (never part of `make test`): release build, real processes, loopback.
 bench: release bench-deps

@@ -6,6 +6,12 @@ let strict: [SwiftSetting] = [
     .treatAllWarnings(as: .error),
 ]
 
+/// Test hooks (a commit that fails or holds, a stalled store thread, a
+/// process that kills itself mid-import) are compiled into debug builds only,
+/// which the tests run; the release build, the one shipped, has none of them
+/// (`make shipped-check` looks with nm).
+let withTestHooks = strict + [.define("TEST_HOOKS", .when(configuration: .debug))]
+
 let package = Package(
     name: "coffee-tracker",
     platforms: [.macOS(.v15)],
@@ -36,7 +42,7 @@ let package = Package(
 
         // Thin Swift wrappers over them.
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ", "Syscall"], swiftSettings: strict),
-        .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
+        .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: withTestHooks),
 
         // One helper for raw system calls (EINTR retried, errno captured at once), and durable whole-file writes.
         .target(name: "Syscall", dependencies: ["CLinux"], swiftSettings: strict),
@@ -55,7 +61,7 @@ let package = Package(
         // The anchored store (HealthKit's role in the seed).
         .target(
             name: "HealthStore", dependencies: ["CoffeeDomain", "SQLite", "CoffeeLogging", "CoffeeLifecycle", "Syscall"],
-            swiftSettings: strict),
+            swiftSettings: withTestHooks),
 
         // The model (the seed's CoffeeData), its follower of the store and its cache (see the README's table).
         .target(
@@ -72,13 +78,17 @@ let package = Package(
                 "CoffeeDomain", "HealthStore", "CoffeeModel", "ZeroMQ", "CoffeeLogging", "CoffeeLifecycle", "Syscall",
                 "CMalloc", "CoffeeCharts", "CHealthXML", "CArchive", "CoffeeTrackerClient", "CHTTPServer",
             ],
-            swiftSettings: strict),
+            swiftSettings: withTestHooks),
 
         // Past one machine (PROTOCOL.md §11): the relay of the update feed.
         .target(
             name: "CoffeeRelay",
             dependencies: ["ZeroMQ", "CoffeeLogging", "CoffeeLifecycle"],
             swiftSettings: strict),
+
+        // What tests share and the product never links: the clock that moves only when told
+        // (swift-service-lifecycle's separate test-kit target).
+        .target(name: "CoffeeTestKit", swiftSettings: strict),
 
         .executableTarget(
             name: "coffee-tracker",
@@ -104,7 +114,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "Syscall"], swiftSettings: strict),
         .testTarget(name: "CoffeeRelayTests", dependencies: ["CoffeeRelay", "CoffeeDomain"], swiftSettings: strict),
-        .testTarget(name: "CoffeeLifecycleTests", dependencies: ["CoffeeLifecycle"], swiftSettings: strict),
+        .testTarget(name: "CoffeeLifecycleTests", dependencies: ["CoffeeLifecycle", "CoffeeTestKit"], swiftSettings: strict),
         .testTarget(
             name: "CoffeeTrackerClientTests", dependencies: ["CoffeeTrackerClient", "CoffeeDomain"], swiftSettings: strict),
         .testTarget(

@@ -44,10 +44,4 @@ extension HealthStore {
             waiting?.resume(returning: result)
         }
     }
-
-    /// For tests only: blocks the store's thread for `seconds`, as a wedged
-    /// fsync would, so that tests can see the watchdog and health checks stop.
-    @_spi(Testing) public nonisolated func stallThread(for seconds: Double) {
-        executor.run { usleep(UInt32(seconds * 1_000_000)) }
-    }
 }

@@ -89,8 +89,10 @@ public actor HealthStore {
     /// Backups copying the main file now; while any is, nothing checkpoints
     /// into it (`HealthStore+Backup.swift`).
     var copiesOfMainFile = 0
-    /// Runs on a backup's thread after each chunk it copies: tests hold a copy there.
-    var afterBackupChunk: (@Sendable () -> Void)?
+    #if TEST_HOOKS
+        /// Runs on a backup's thread after each chunk it copies: tests hold a copy there.
+        var afterBackupChunk: (@Sendable () -> Void)?
+    #endif
 
     /// Batches handed over by `submit` from other threads, not yet queued.
     struct Submitted: Sendable {

@@ -82,7 +82,9 @@ public final class Database {
         try begin!.run()
         do {
             let result = try body()
-            if let injected = commitFailure?() { throw injected }  // tests only: a COMMIT that fails
+            #if TEST_HOOKS
+                if let injected = commitFailure?() { throw injected }  // a COMMIT that fails
+            #endif
             try commit!.run()
             return result
         } catch {
@@ -142,36 +144,38 @@ public final class Database {
         _ = csqlite_set_checkpoint_on_close(handle, on ? 1 : 0)
     }
 
-    /// The hook's closure, kept alive while SQLite holds a pointer to it.
-    private final class CommitHook {
-        let body: () -> Bool
-        init(_ body: @escaping () -> Bool) { self.body = body }
-    }
-    private var commitHook: CommitHook?
-
-    /// Asked before every COMMIT of `transaction`: an error it returns fails
-    /// the transaction as a COMMIT that failed with it would (rolled back,
-    /// thrown), so that tests can fill the disk at the moment they choose
-    /// (the commit hook fails a COMMIT only with SQLITE_CONSTRAINT). nil in
-    /// the service.
-    @_spi(Testing) public var commitFailure: (() -> SQLiteError?)?
-
-    /// For tests only: calls `hook` inside every COMMIT on this connection,
-    /// before the commit takes effect (and before its fsync). Blocking in it
-    /// holds the commit; returning false fails it (SQLite rolls it back and
-    /// COMMIT throws). nil removes the hook.
-    @_spi(Testing) public func setCommitHook(_ hook: (() -> Bool)?) {
-        commitHook = hook.map(CommitHook.init)
-        guard let commitHook else {
-            sqlite3_commit_hook(handle, nil, nil)
-            return
+    #if TEST_HOOKS
+        /// The hook's closure, kept alive while SQLite holds a pointer to it.
+        private final class CommitHook {
+            let body: () -> Bool
+            init(_ body: @escaping () -> Bool) { self.body = body }
         }
-        let context = Unmanaged.passUnretained(commitHook).toOpaque()
-        sqlite3_commit_hook(
-            handle,
-            { context in
-                // SQLite: a non-zero return turns the COMMIT into a ROLLBACK.
-                Unmanaged<CommitHook>.fromOpaque(context!).takeUnretainedValue().body() ? 0 : 1
-            }, context)
-    }
+        private var commitHook: CommitHook?
+
+        /// Asked before every COMMIT of `transaction`: an error it returns fails
+        /// the transaction as a COMMIT that failed with it would (rolled back,
+        /// thrown), so that tests can fill the disk at the moment they choose
+        /// (the commit hook fails a COMMIT only with SQLITE_CONSTRAINT). nil in
+        /// the service.
+        @_spi(Testing) public var commitFailure: (() -> SQLiteError?)?
+
+        /// For tests only: calls `hook` inside every COMMIT on this connection,
+        /// before the commit takes effect (and before its fsync). Blocking in it
+        /// holds the commit; returning false fails it (SQLite rolls it back and
+        /// COMMIT throws). nil removes the hook.
+        @_spi(Testing) public func setCommitHook(_ hook: (() -> Bool)?) {
+            commitHook = hook.map(CommitHook.init)
+            guard let commitHook else {
+                sqlite3_commit_hook(handle, nil, nil)
+                return
+            }
+            let context = Unmanaged.passUnretained(commitHook).toOpaque()
+            sqlite3_commit_hook(
+                handle,
+                { context in
+                    // SQLite: a non-zero return turns the COMMIT into a ROLLBACK.
+                    Unmanaged<CommitHook>.fromOpaque(context!).takeUnretainedValue().body() ? 0 : 1
+                }, context)
+        }
+    #endif
 }

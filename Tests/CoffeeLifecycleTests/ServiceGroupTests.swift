@@ -1,4 +1,5 @@
 import CoffeeLifecycle
+import CoffeeTestKit
 import Synchronization
 import Testing
 

@@ -50,13 +50,11 @@ extension ServiceConfiguration {
         return part
     }
 
-    /// - Parameter dieWhileImporting: the test hook's file name, when test hooks are on.
-    func importerConfiguration(dieWhileImporting: String?) -> InboxImporter.Configuration {
+    var importerConfiguration: InboxImporter.Configuration {
         var part = InboxImporter.Configuration(inbox: URL(fileURLWithPath: inboxDirectory))
         part.maxFileBytes = limits.maxFileBytes
         part.maxExportBytes = limits.maxExportBytes
         part.attemptRecord = (dataDirectory as NSString).appendingPathComponent("importing.json")
-        part.dieWhileImporting = dieWhileImporting
         return part
     }
 

@@ -50,10 +50,12 @@ extension InboxImporter {
             // Not the file's fault: it is imported all the same, unguarded.
             logger.error("cannot record the inbox import about to begin", metadata: ["file": "\(name)", "error": "\(error)"])
         }
-        if name == configuration.dieWhileImporting {
-            logger.warning("test hook: dying while importing", metadata: ["file": "\(name)"])
-            kill(getpid(), SIGKILL)
-        }
+        #if TEST_HOOKS
+            if name == TestHooks.dieWhileImporting {
+                logger.warning("test hook: dying while importing", metadata: ["file": "\(name)"])
+                kill(getpid(), SIGKILL)
+            }
+        #endif
         return nil
     }
 }

@@ -36,10 +36,6 @@ public actor InboxImporter {
         /// Where the file being imported is recorded before its import
         /// begins (`<dataDirectory>/importing.json`); nil records nothing.
         public var attemptRecord: String?
-        /// A test hook: the process kills itself (SIGKILL) once the import
-        /// of a file of this name has begun, as a file that crashes a
-        /// parser would. Nil, always, outside tests.
-        public var dieWhileImporting: String?
 
         public init(inbox: URL) { self.inbox = inbox }
     }

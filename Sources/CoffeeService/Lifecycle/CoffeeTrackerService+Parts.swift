@@ -41,13 +41,12 @@ extension CoffeeTrackerService {
                     context: context, store: store.submissions, decoder: BatchDecoder(validator: validator),
                     deadLetters: DeadLetterFile(path: c.deadLetterPath), counters: counters, clock: clock,
                     registry: security.registry)
-            let dieWhileImporting = testHooks ? ProcessInfo.processInfo.environment["COFFEE_TRACKER_TEST_DIE_IMPORTING"] : nil
             let inbox =
                 standby != nil
                 ? nil
                 : InboxService(
                     importer: InboxImporter(
-                        configuration: c.importerConfiguration(dieWhileImporting: dieWhileImporting),
+                        configuration: c.importerConfiguration,
                         parser: InboxFileParser(decoder: BatchDecoder(validator: validator)), store: store, counters: counters,
                         clock: clock), sweepInterval: c.inboxSweepInterval)
 

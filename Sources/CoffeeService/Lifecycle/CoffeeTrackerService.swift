@@ -3,7 +3,7 @@ import CoffeeLifecycle
 import CoffeeLogging
 import CoffeeModel
 import Foundation
-@_spi(Testing) import HealthStore  // the test hook stalls the store's thread
+import HealthStore
 import Synchronization
 import Syscall
 import ZeroMQ
@@ -29,11 +29,6 @@ public final class CoffeeTrackerService: Sendable {
     let logger: Logger
     /// Starting, ready, draining: what `/readyz` and systemd are told.
     let phase = ServicePhase()
-    /// Test hooks (`COFFEE_TRACKER_TEST_HOOKS=1`): SIGUSR1 stalls the
-    /// store's thread for 5 s, as a wedged fsync would, and the process
-    /// kills itself once it begins importing an inbox file named
-    /// `COFFEE_TRACKER_TEST_DIE_IMPORTING`. Off otherwise.
-    let testHooks = ProcessInfo.processInfo.environment["COFFEE_TRACKER_TEST_HOOKS"] == "1"
 
     public init(
         configuration: ServiceConfiguration, configurationPath: String? = nil, clock: any WallClock = SystemClock(),
@@ -107,7 +102,9 @@ public final class CoffeeTrackerService: Sendable {
                     continue
                 }
                 if signal == SIGUSR1 {
-                    if testHooks { parts.store.stallThread(for: 5) }
+                    #if TEST_HOOKS
+                        TestHooks.signalled(parts.store)
+                    #endif
                     continue
                 }
                 last = signal
