@@ -20,8 +20,9 @@ extension HealthStore {
 
     /// Returns once the store can write (at once when it can now).
     public func waitUntilWritable() async {
-        guard case .faulted = writer.state else { return }
-        await withCheckedContinuation { recoveryWaiters.append($0) }
+        await withCheckedContinuation { continuation in
+            if case .resume(let waiter) = writer.awaitWritable(continuation) { waiter.resume() }
+        }
     }
 
     /// The fault's description when `error` is a storage fault, else nil.
@@ -34,9 +35,14 @@ extension HealthStore {
     /// the throw) met a storage fault: the writer holds or refuses them, and
     /// a fault that begins now starts the retries.
     func storageFailed(_ entries: [Entry], _ reason: String) {
-        let action = writer.storageFailed(entries, reason: reason)
+        settle(writer.storageFailed(entries, reason: reason), reason)
+    }
+
+    /// Carries out what a storage fault did: the refused are told; a fault
+    /// that began now is mirrored, logged, and retried.
+    func settle(_ action: Writer.FaultAction, _ reason: String) {
         for entry in action.refused { entry.waiter.completion(.failure(StoreError.unavailable(reason))) }
-        guard action.startRetrying else { return }
+        guard action.began else { return }
         faulted.store(true, ordering: .releasing)
         logger.error(
             "the store cannot write; holding the bus's input and answering writes unavailable until it can",
@@ -46,13 +52,11 @@ extension HealthStore {
 
     /// The writer left its fault: whoever waits for a writable store goes
     /// on, after what is queued (the held batches first) commits.
-    func leftFault(_ reason: String) {
+    func leftFault(_ reason: String, held: Int, waiters: [CheckedContinuation<Void, Never>]) {
         faulted.store(false, ordering: .releasing)
-        faultRetry = nil
-        logger.notice("the store writes again", metadata: ["was": "\(reason)", "held": "\(writer.pending.count)"])
+        faultRetry = nil  // its next tick finds no fault (`RetryAction.stop`) and ends
+        logger.notice("the store writes again", metadata: ["was": "\(reason)", "held": "\(held)"])
         commitPending()
-        let waiters = recoveryWaiters
-        recoveryWaiters = []
         for waiter in waiters { waiter.resume() }
     }
 
@@ -64,7 +68,7 @@ extension HealthStore {
             guard !Task.isCancelled, let db else { return }
             takeSubmitted()
             switch writer.retry() {
-            case .none:
+            case .stop:
                 return
             case .commit(let entries):
                 commitEntries(entries)  // ends the fault when it commits
@@ -72,7 +76,9 @@ extension HealthStore {
                 do {
                     // An empty write: it appends to the WAL as a commit does.
                     try db.transaction { try statements.setMeta("anchor", currentAnchor) }
-                    if case .leftFault(let reason) = writer.committed(wroteSomething: true) { leftFault(reason) }
+                    if case .leftFault(let reason, let held, let waiters) = writer.committed(wroteSomething: true) {
+                        leftFault(reason, held: held, waiters: waiters)
+                    }
                 } catch {
                     if Self.storageFault(error) == nil {
                         logger.error("the store's probe write failed", metadata: ["error": "\(error)"])
@@ -87,20 +93,18 @@ extension HealthStore {
     /// be written is failed, never left without an answer.
     func drainAndClose() {
         takeSubmitted()
-        writer.startDraining()
-        while case .commit(let entries, _) = writer.nextCommit() { commitEntries(entries) }
-        let (left, fault) = writer.close()
-        faultRetry?.cancel()
+        if writer.startDraining() == .cancelRetry { faultRetry?.cancel() }
         faultRetry = nil
+        while let entries = writer.flush() { commitEntries(entries) }
+        let closing = writer.close()
+        let left = closing.left
         if !left.isEmpty {
             logger.error(
                 "closing with batches the store could not write",
-                metadata: ["batches": "\(left.count)", "fault": "\(fault ?? "none")"])
+                metadata: ["batches": "\(left.count)", "fault": "\(closing.fault ?? "none")"])
         }
-        let error = fault.map { StoreError.unavailable($0) } ?? .closed
+        let error = closing.fault.map { StoreError.unavailable($0) } ?? .closed
         for entry in left { entry.waiter.completion(.failure(error)) }
-        let waiters = recoveryWaiters
-        recoveryWaiters = []
-        for waiter in waiters { waiter.resume() }
+        for waiter in closing.waiters { waiter.resume() }
     }
 }

@@ -39,11 +39,7 @@ extension HealthStore {
     ///   `StoreError.unavailable` in a storage fault; `StoreError.closed`.
     @discardableResult
     public func replicate(_ commit: ReplicaCommit) throws -> Int64 {
-        switch writer.state {
-        case .writing: break
-        case .faulted(let reason): throw StoreError.unavailable(reason)
-        case .draining, .closed: throw StoreError.closed
-        }
+        if let refusal = writer.admitsStream() { throw Self.error(refusal) }
         let ordered = commit.changes.inAnchorOrder
         if !commit.replacesAll {
             var last = currentAnchor

@@ -42,10 +42,11 @@ extension HealthStore {
     /// commits nothing: the held batches wait for the retry.
     public func commitPending() {
         takeSubmitted()
-        while case .commit(let entries, _) = writer.nextCommit() { commitEntries(entries) }
+        while let entries = writer.flush() { commitEntries(entries) }
     }
 
-    typealias Entry = WriterStateMachine<Waiter>.Entry
+    typealias Writer = WriterStateMachine<Waiter, CheckedContinuation<Void, Never>>
+    typealias Entry = Writer.Entry
 
     func enqueue(_ waiter: Waiter) {
         let entry = Entry(changes: waiter.batch.count, holdOnFault: waiter.holdOnFault, waiter: waiter)
@@ -56,7 +57,7 @@ extension HealthStore {
         }
     }
 
-    static func error(_ refusal: WriterStateMachine<Waiter>.Refusal) -> StoreError {
+    static func error(_ refusal: Writer.Refusal) -> StoreError {
         switch refusal {
         case .closed: .closed
         case .unavailable(let reason): .unavailable(reason)
@@ -71,7 +72,7 @@ extension HealthStore {
 
     /// Commits what the writer takes next, in one transaction.
     func commitNext() {
-        guard case .commit(let entries, let another) = writer.nextCommit() else { return }
+        guard case .commit(let entries, let another) = writer.scheduledCommitRuns() else { return }
         if another { scheduleCommit() }
         commitEntries(entries)
     }
@@ -79,9 +80,9 @@ extension HealthStore {
     /// The leader's turn (`commitStaged(here:)`), on a producer's thread:
     /// one commit of what is queued, then what is left goes to the store's thread.
     func lead() {
-        writer.beginLeading()
+        guard writer.beginLeading() == .lead else { return }
         takeSubmitted()
-        if case .commit(let entries, _) = writer.nextCommit() { commitEntries(entries) }
+        if let entries = writer.flush() { commitEntries(entries) }
         if writer.endLeading() == .scheduleCommit { scheduleCommit() }
     }
 
@@ -106,12 +107,13 @@ extension HealthStore {
                 logger.error("commit failed", metadata: ["error": "\(error)", "changes": "\(entry.changes)"])
                 entry.waiter.completion(.failure(error))
             case .retryEachAlone(let entries):
-                for (i, entry) in entries.enumerated() {
-                    if let fault = writer.fault {  // the storage failed meanwhile: the rest wait or are told
-                        storageFailed(Array(entries[i...]), fault)
-                        break
+                for i in entries.indices {
+                    switch writer.commitAlone(entries[i...]) {
+                    case .commit(let entry): commitEntries([entry])
+                    case .settled(let action, let reason):  // the storage failed meanwhile
+                        settle(action, reason)
+                        return
                     }
-                    commitEntries([entry])
                 }
             }
         }
@@ -162,7 +164,9 @@ extension HealthStore {
         delivered(value)
         // A commit of duplicates alone writes nothing, so it proves nothing
         // about the disk: the probe write decides then.
-        if case .leftFault(let reason) = writer.committed(wroteSomething: changes.anchor != nil) { leftFault(reason) }
+        if case .leftFault(let reason, let held, let waiters) = writer.committed(wroteSomething: changes.anchor != nil) {
+            leftFault(reason, held: held, waiters: waiters)
+        }
         return .committed(value)
     }
 
@@ -176,11 +180,7 @@ extension HealthStore {
     ///
     /// - Throws: `StoreError.unavailable` in a storage fault (nothing stored).
     public func applyStream(_ next: @Sendable () throws -> WriteBatch?) throws -> WriteResult {
-        switch writer.state {
-        case .writing: break
-        case .faulted(let reason): throw StoreError.unavailable(reason)
-        case .draining, .closed: throw StoreError.closed
-        }
+        if let refusal = writer.admitsStream() { throw Self.error(refusal) }
         commitPending()  // whatever was queued before commits first, in order
         let outcome = commit(arrived: ContinuousClock.now) { changes in
             var total = WriteResult()

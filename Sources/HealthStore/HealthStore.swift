@@ -14,7 +14,7 @@ import Synchronization
 /// isolation and commit on its own thread (`commitStaged(here:)`).
 ///
 /// The API is split by concern: writing and group commit
-/// (`HealthStore+Writing.swift`, deciding through `GroupCommitQueue`),
+/// (`HealthStore+Writing.swift`, deciding through `WriterStateMachine`),
 /// reading (`HealthStore+Reading.swift`), and maintenance and its life as a
 /// service (`HealthStore+Maintenance.swift`). Commits are observed one way:
 /// `observeCommits`.
@@ -77,13 +77,13 @@ public actor HealthStore {
     }
     /// From taking a commit's batches to its fsync returning (docs/protocol.md §9).
     public nonisolated let commitDuration = Histogram()
-    /// What is queued, who commits it, and the storage fault, if any
-    /// (`HealthStore+Faults.swift`): every decision of the writer.
-    var writer = WriterStateMachine<Waiter>(changeLimit: HealthStore.announceLimit)
-    /// `writer` is in a storage fault: for other threads, without a hop.
+    /// What is queued, who commits it, the storage fault with its held
+    /// batches and waiters (`HealthStore+Faults.swift`): every decision of the writer.
+    var writer = WriterStateMachine<Waiter, CheckedContinuation<Void, Never>>(changeLimit: HealthStore.announceLimit)
+    /// The writer's fault, mirrored for other threads without a hop: set
+    /// only as its actions say (`FaultAction.began`, `CommittedAction.leftFault`).
     nonisolated let faulted = Atomic<Bool>(false)
-    var recoveryWaiters: [CheckedContinuation<Void, Never>] = []
-    /// Retries the storage while in a fault; owned here, cancelled by `close`.
+    /// The retry task of a fault: started and dropped only as the writer's actions say.
     var faultRetry: Task<Void, Never>?
     var observers: [CommitObserver] = []
     /// Backups copying the main file now; while any is, nothing checkpoints

@@ -2,243 +2,296 @@
 /// next commit takes, who commits it, and what a storage fault, a drain or
 /// a close does to the batches waiting. No SQLite, no threads, no clock:
 /// each event returns an action and `HealthStore` carries it out on its
-/// thread (the shape of swift-async-algorithms' `BoundedBufferStateMachine`).
+/// thread, never reading the state to decide (the shape of
+/// swift-async-algorithms' `BoundedBufferStateMachine`: all the state inside
+/// the cases, and an event that cannot happen in a state traps in debug builds).
 ///
 /// Batches that queue while a commit runs go into the next single
 /// transaction, so one fsync covers many callers; but a commit takes at most
 /// `changeLimit` changes (and always at least one batch), so that each
 /// commit is announced with its changes rather than read back in pages.
 ///
-/// The states:
-/// - `writing`: batches queue; a commit is scheduled on the store's thread
-///   for them, or a producer's thread commits them as the leader.
-/// - `faulted`: the storage cannot be written (disk full, I/O error). The
-///   batches that hold on a fault (the bus's) wait at the front, in order;
-///   every other writer is failed at once. Only `retry` commits.
-/// - `draining`: a close commits what is queued, the held batches included,
-///   until it is empty or the storage fails again.
-/// - `closed`: every batch is refused; what was left was handed back by `close`.
-struct WriterStateMachine<Waiter> {
-    /// A batch's size in changes, whether it is held through a storage
-    /// fault, and whoever waits for its commit.
-    struct Entry {
-        var changes: Int
-        /// Held and retried through a storage fault (the bus, which has
-        /// already taken the batch and has no one to tell), rather than failed
-        /// at once (a caller who can be told, and retry).
-        var holdOnFault: Bool
-        var waiter: Waiter
-    }
-
-    enum State: Equatable {
-        case writing
-        case faulted(reason: String)
-        /// `failed` once the storage failed during the drain: nothing more is tried.
-        case draining(failed: String?)
+/// What stays outside, on purpose: the hand-over from producers' threads
+/// (`HealthStore.submitted`, a mutex any thread may take, emptied into
+/// `submit` on the store's thread), the backlog count that producers sleep
+/// on, the fault mirrored into an atomic for other threads (set only as
+/// `FaultAction.began` and `CommittedAction.leftFault` say), and the retry
+/// task itself (started and cancelled only as the actions say).
+struct WriterStateMachine<Waiter, Recovery> {
+    /// Where the machine is, with everything it holds there.
+    private enum State {
+        /// Batches queue; `commitScheduled`: a job on the store's thread will
+        /// take them; `leading`: a producer's thread is committing as the leader.
+        case writing(pending: [Entry], commitScheduled: Bool, leading: Bool)
+        /// The storage cannot be written (disk full, I/O error). `held`: the
+        /// batches held through it, in order; `waiters`: whoever waits for a
+        /// writable store; `retrying`: the retry timer runs (until the fault ends or a close).
+        case faulted(reason: String, held: [Entry], waiters: [Recovery], leading: Bool, retrying: Bool)
+        /// A close commits what is queued, the held batches included, until
+        /// it is empty or the storage fails again (`failed`).
+        case draining(pending: [Entry], failed: String?, waiters: [Recovery])
+        /// Every batch is refused; what was left was handed back by `close`.
         case closed
-    }
-
-    /// Why a batch is refused.
-    enum Refusal: Equatable {
-        case closed
-        case unavailable(String)
-    }
-
-    enum SubmitAction: Equatable {
-        /// No commit was scheduled: schedule one, after the jobs already
-        /// queued on the store's thread, so that what arrives meanwhile joins it.
-        case scheduleCommit
-        /// A scheduled commit, the leader, the retry or the drain will take it.
-        case none
-        /// Tell the waiter now; the batch was not queued.
-        case refuse(Refusal)
-    }
-
-    enum NextCommit {
-        /// Commit these in one transaction; with `scheduleAnother`, schedule
-        /// a commit for what is left.
-        case commit([Entry], scheduleAnother: Bool)
-        case none
-    }
-
-    enum HandOver: Equatable {
-        /// Batches are left and no commit is scheduled for them: schedule one.
-        case scheduleCommit
-        case none
-    }
-
-    enum CommittedAction: Equatable {
-        /// The commit ended a storage fault: tell whoever waits for a
-        /// writable store, and commit what is queued.
-        case leftFault(was: String)
-        case none
-    }
-
-    /// What a storage fault did to the batches of the failed commit and to
-    /// those queued: `refused` are to be told now; the held ones wait.
-    struct FaultAction {
-        var refused: [Entry]
-        /// The fault began now: start retrying.
-        var startRetrying: Bool
-    }
-
-    enum FailureAction {
-        /// One batch alone failed: its waiter gets the error.
-        case fail(Entry)
-        /// A shared transaction failed: commit each batch alone, so that one
-        /// bad batch cannot fail the others queued with it.
-        case retryEachAlone([Entry])
-    }
-
-    enum RetryAction {
-        /// Commit the held batches; success ends the fault.
-        case commit([Entry])
-        /// Nothing is held: an empty write decides whether the storage is back.
-        case probe
-        /// Not in a fault: stop retrying.
-        case none
+        /// Only while an event rewrites the state (so that arrays are not copied).
+        case modifying
     }
 
     let changeLimit: Int
-    private(set) var state: State = .writing
-    private(set) var pending: [Entry] = []
-    private(set) var commitScheduled = false
-    /// A producer's thread is committing as the leader: it takes what is
-    /// queued, so nothing needs scheduling until it hands over.
-    private(set) var leading = false
+    private var state: State = .writing(pending: [], commitScheduled: false, leading: false)
 
     init(changeLimit: Int) { self.changeLimit = changeLimit }
 
-    var isEmpty: Bool { pending.isEmpty }
+    private static func reentered() -> Never { preconditionFailure("WriterStateMachine: an event while modifying") }
 
-    var fault: String? {
+    // MARK: - Reading, for status and tests
+
+    var phase: Phase {
         switch state {
-        case .faulted(let reason): reason
-        case .draining(let failed): failed
-        case .writing, .closed: nil
+        case .writing: .writing
+        case .faulted(let reason, _, _, _, _): .faulted(reason: reason)
+        case .draining(_, let failed, _): .draining(failed: failed)
+        case .closed, .modifying: .closed
         }
     }
+
+    /// The batches waiting, in order.
+    var pending: [Entry] {
+        switch state {
+        case .writing(let pending, _, _), .draining(let pending, _, _): pending
+        case .faulted(_, let held, _, _, _): held
+        case .closed, .modifying: []
+        }
+    }
+
+    var isLeading: Bool {
+        switch state {
+        case .writing(_, _, let leading), .faulted(_, _, _, let leading, _): leading
+        default: false
+        }
+    }
+    var isRetrying: Bool {
+        if case .faulted(_, _, _, _, let retrying) = state { return retrying }
+        return false
+    }
+    var recoveryWaiters: Int {
+        switch state {
+        case .faulted(_, _, let waiters, _, _), .draining(_, _, let waiters): waiters.count
+        default: 0
+        }
+    }
+
+    // MARK: - Events
 
     mutating func submit(_ entry: Entry) -> SubmitAction {
         switch state {
         case .closed:
             return .refuse(.closed)
-        case .faulted(let reason):
+        case .faulted(let reason, var held, let waiters, let leading, let retrying):
             guard entry.holdOnFault else { return .refuse(.unavailable(reason)) }
-            pending.append(entry)
+            state = .modifying
+            held.append(entry)
+            state = .faulted(reason: reason, held: held, waiters: waiters, leading: leading, retrying: retrying)
             return .none
-        case .draining:
+        case .draining(var pending, let failed, let waiters):
+            state = .modifying
             pending.append(entry)
+            state = .draining(pending: pending, failed: failed, waiters: waiters)
             return .none
-        case .writing:
+        case .writing(var pending, let scheduled, let leading):
+            state = .modifying
             pending.append(entry)
-            if commitScheduled || leading { return .none }
-            commitScheduled = true
-            return .scheduleCommit
+            let schedule = !scheduled && !leading
+            state = .writing(pending: pending, commitScheduled: scheduled || schedule, leading: leading)
+            return schedule ? .scheduleCommit : .none
+        case .modifying: Self.reentered()
         }
     }
 
-    /// Takes the batches for one commit: every pending batch, or as many as
-    /// fit in `changeLimit` changes (at least one). Nothing in a fault (only
-    /// `retry` commits then), after a drain met a fault, or once closed.
-    mutating func nextCommit() -> NextCommit {
-        commitScheduled = false
+    /// The commit job scheduled on the store's thread runs: it takes every
+    /// pending batch, or as many as fit in `changeLimit` changes (at least
+    /// one), and schedules another for the rest unless a leader takes it.
+    /// Nothing in a fault (only `retry` commits then), after a drain met a
+    /// fault, or once closed (a job scheduled before then finds nothing).
+    mutating func scheduledCommitRuns() -> NextCommit {
         switch state {
-        case .writing, .draining(failed: nil): break
-        case .faulted, .draining, .closed: return .none
+        case .writing(var pending, _, let leading):
+            state = .modifying
+            let entries = take(from: &pending)
+            let another = !pending.isEmpty && !leading
+            state = .writing(pending: pending, commitScheduled: another, leading: leading)
+            return entries.isEmpty ? .none : .commit(entries, scheduleAnother: another)
+        case .draining, .faulted, .closed:
+            return flush().map { .commit($0, scheduleAnother: false) } ?? .none
+        case .modifying: Self.reentered()
         }
-        guard !pending.isEmpty else { return .none }
-        let entries = takeForCommit()
-        if case .writing = state, !pending.isEmpty, !leading {
-            commitScheduled = true
-            return .commit(entries, scheduleAnother: true)
-        }
-        return .commit(entries, scheduleAnother: false)
     }
 
-    private mutating func takeForCommit() -> [Entry] {
-        var take = 0
-        var changes = 0
-        while take < pending.count, take == 0 || changes + pending[take].changes <= changeLimit {
-            changes += pending[take].changes
-            take += 1
+    /// The next commit of a flush (`commitPending`, the leader's one
+    /// commit, a drain): what `scheduledCommitRuns` would take, leaving the
+    /// scheduled job as it is. Nil when nothing is to be committed now.
+    mutating func flush() -> [Entry]? {
+        switch state {
+        case .writing(var pending, let scheduled, let leading):
+            guard !pending.isEmpty else { return nil }
+            state = .modifying
+            let entries = take(from: &pending)
+            state = .writing(pending: pending, commitScheduled: scheduled, leading: leading)
+            return entries
+        case .draining(var pending, nil, let waiters):
+            guard !pending.isEmpty else { return nil }
+            state = .modifying
+            let entries = take(from: &pending)
+            state = .draining(pending: pending, failed: nil, waiters: waiters)
+            return entries
+        case .draining, .faulted, .closed:
+            return nil
+        case .modifying: Self.reentered()
         }
-        let entries = Array(pending.prefix(take))
-        pending.removeFirst(take)
-        return entries
     }
 
-    /// A producer's thread borrows the store's isolation to commit.
-    mutating func beginLeading() {
-        leading = true
+    /// A producer's thread borrows the store's isolation to commit: while
+    /// it leads, batches that arrive schedule nothing (it takes them).
+    mutating func beginLeading() -> LeadAction {
+        switch state {
+        case .writing(let pending, let scheduled, let leading):
+            assert(!leading, "WriterStateMachine: a second leader")
+            state = .writing(pending: pending, commitScheduled: scheduled, leading: true)
+            return .lead
+        case .faulted(let reason, let held, let waiters, let leading, let retrying):
+            assert(!leading, "WriterStateMachine: a second leader")
+            state = .faulted(reason: reason, held: held, waiters: waiters, leading: true, retrying: retrying)
+            return .lead  // what it hands over is held or refused; nothing commits
+        case .draining, .closed:
+            return .none
+        case .modifying: Self.reentered()
+        }
     }
 
     /// The leader is done after one commit: what is left goes to the
     /// store's thread, so a producer never commits a backlog it did not bring.
     mutating func endLeading() -> HandOver {
-        leading = false
-        guard case .writing = state, !pending.isEmpty, !commitScheduled else { return .none }
-        commitScheduled = true
-        return .scheduleCommit
+        switch state {
+        case .writing(let pending, let scheduled, let leading):
+            assert(leading, "WriterStateMachine: endLeading without a leader")
+            let schedule = !pending.isEmpty && !scheduled
+            state = .writing(pending: pending, commitScheduled: scheduled || schedule, leading: false)
+            return schedule ? .scheduleCommit : .none
+        case .faulted(let reason, let held, let waiters, let leading, let retrying):
+            assert(leading, "WriterStateMachine: endLeading without a leader")
+            state = .faulted(reason: reason, held: held, waiters: waiters, leading: false, retrying: retrying)
+            return .none
+        case .draining, .closed, .modifying:
+            preconditionFailure("WriterStateMachine: endLeading after a close began")
+        }
     }
 
     /// A commit is durable. One that wrote something while in a fault ends it.
     mutating func committed(wroteSomething: Bool) -> CommittedAction {
-        guard case .faulted(let reason) = state, wroteSomething else { return .none }
-        state = .writing
-        return .leftFault(was: reason)
+        guard case .faulted(let reason, let held, let waiters, let leading, _) = state, wroteSomething else { return .none }
+        state = .writing(pending: held, commitScheduled: false, leading: leading)
+        return .leftFault(was: reason, held: held.count, waiters: waiters)
     }
 
     /// A commit of `entries` met a storage fault: the held ones go back to
     /// the front, in order; the others, and every other writer queued, are refused.
     mutating func storageFailed(_ entries: [Entry], reason: String) -> FaultAction {
-        pending.insert(contentsOf: entries, at: 0)
         switch state {
-        case .writing, .faulted:
-            let began = state == .writing
-            state = .faulted(reason: reason)
-            let refused = pending.filter { !$0.holdOnFault }
-            pending.removeAll { !$0.holdOnFault }
-            return FaultAction(refused: refused, startRetrying: began)
-        case .draining:
-            state = .draining(failed: reason)
-            return FaultAction(refused: [], startRetrying: false)
-        case .closed:
-            let refused = pending
-            pending = []
-            return FaultAction(refused: refused, startRetrying: false)
+        case .writing(let pending, _, let leading):
+            state = .modifying
+            let all = entries + pending
+            state = .faulted(
+                reason: reason, held: all.filter(\.holdOnFault), waiters: [], leading: leading, retrying: true)
+            return FaultAction(refused: all.filter { !$0.holdOnFault }, began: true)
+        case .faulted(_, let held, let waiters, let leading, let retrying):
+            state = .modifying
+            let all = entries + held
+            state = .faulted(
+                reason: reason, held: all.filter(\.holdOnFault), waiters: waiters, leading: leading, retrying: retrying)
+            return FaultAction(refused: all.filter { !$0.holdOnFault }, began: false)
+        case .draining(let pending, _, let waiters):
+            state = .modifying
+            state = .draining(pending: entries + pending, failed: reason, waiters: waiters)
+            return FaultAction(refused: [], began: false)
+        case .closed, .modifying:
+            preconditionFailure("WriterStateMachine: a commit after the close")
         }
     }
 
-    /// What to do about a commit of `entries` that failed for any reason
-    /// but the storage (a constraint, say).
-    func failed(_ entries: [Entry]) -> FailureAction {
-        entries.count == 1 ? .fail(entries[0]) : .retryEachAlone(entries)
+    /// The next of `entries` (the rest of a shared commit that failed,
+    /// committed each alone) is due: commit it, unless the storage failed
+    /// meanwhile; then all of them are settled as by that fault.
+    mutating func commitAlone(_ entries: ArraySlice<Entry>) -> AloneAction {
+        guard let first = entries.first else { preconditionFailure("WriterStateMachine: nothing to commit alone") }
+        guard let reason = fault else { return .commit(first) }
+        return .settled(storageFailed(Array(entries), reason: reason), reason: reason)
     }
 
     /// The retry timer fired.
     mutating func retry() -> RetryAction {
-        guard case .faulted = state else { return .none }
-        return pending.isEmpty ? .probe : .commit(takeForCommit())
+        guard case .faulted(let reason, var held, let waiters, let leading, _) = state else { return .stop }
+        if held.isEmpty { return .probe }
+        state = .modifying
+        let entries = take(from: &held)
+        state = .faulted(reason: reason, held: held, waiters: waiters, leading: leading, retrying: true)
+        return .commit(entries)
     }
 
-    /// A close begins: what is queued commits, the held batches of a fault
-    /// included (the storage may be back), until the storage fails again.
-    mutating func startDraining() {
+    /// Someone (the inbox) waits for a writable store.
+    mutating func awaitWritable(_ waiter: Recovery) -> WaitAction {
         switch state {
-        case .writing, .faulted: state = .draining(failed: nil)
-        case .draining, .closed: break
+        case .faulted(let reason, let held, var waiters, let leading, let retrying):
+            state = .modifying
+            waiters.append(waiter)
+            state = .faulted(reason: reason, held: held, waiters: waiters, leading: leading, retrying: retrying)
+            return .wait
+        case .writing, .draining, .closed:
+            return .resume(waiter)
+        case .modifying: Self.reentered()
+        }
+    }
+
+    /// Whether a commit outside the queue (a stream, a standby's copy) may
+    /// run now: only while the store writes, after what is queued (`flush`).
+    func admitsStream() -> Refusal? {
+        switch state {
+        case .writing: nil
+        case .faulted(let reason, _, _, _, _): .unavailable(reason)
+        case .draining, .closed, .modifying: .closed
+        }
+    }
+
+    /// A close begins: what is queued commits (`flush`), the held batches
+    /// of a fault included (the storage may be back), until the storage fails again.
+    mutating func startDraining() -> DrainAction {
+        switch state {
+        case .writing(let pending, _, let leading):
+            assert(!leading, "WriterStateMachine: a close while a producer leads")
+            state = .draining(pending: pending, failed: nil, waiters: [])
+            return .none
+        case .faulted(_, let held, let waiters, let leading, let retrying):
+            assert(!leading, "WriterStateMachine: a close while a producer leads")
+            state = .draining(pending: held, failed: nil, waiters: waiters)
+            return retrying ? .cancelRetry : .none
+        case .draining, .closed:
+            return .none
+        case .modifying: Self.reentered()
         }
     }
 
     /// Closes: what is left (held through a fault that did not end) is
     /// handed back to be failed, with the fault if there was one.
-    mutating func close() -> (left: [Entry], fault: String?) {
-        let fault = self.fault
-        let left = pending
-        pending = []
-        commitScheduled = false
+    mutating func close() -> CloseAction {
+        let action: CloseAction
+        switch state {
+        case .writing(let pending, _, _): action = CloseAction(left: pending, fault: nil, waiters: [])
+        case .faulted(let reason, let held, let waiters, _, _):
+            action = CloseAction(left: held, fault: reason, waiters: waiters)
+        case .draining(let pending, let failed, let waiters):
+            action = CloseAction(left: pending, fault: failed, waiters: waiters)
+        case .closed: action = CloseAction(left: [], fault: nil, waiters: [])
+        case .modifying: Self.reentered()
+        }
         state = .closed
-        return (left, fault)
+        return action
     }
 }

@@ -4,7 +4,7 @@ import Testing
 
 @Suite("WriterStateMachine: the store's writer without SQLite or threads", .timeLimit(.minutes(2)))
 struct WriterStateMachineTests {
-    typealias Machine = WriterStateMachine<String>
+    typealias Machine = WriterStateMachine<String, String>
 
     static func entry(_ name: String, changes: Int = 1, hold: Bool = false) -> Machine.Entry {
         Machine.Entry(changes: changes, holdOnFault: hold, waiter: name)
@@ -20,7 +20,7 @@ struct WriterStateMachineTests {
         #expect(writer.submit(Self.entry("a")) == .scheduleCommit)
         #expect(writer.submit(Self.entry("b")) == .none)
         #expect(writer.submit(Self.entry("c")) == .none)
-        guard case .commit(let entries, let another) = writer.nextCommit() else {
+        guard case .commit(let entries, let another) = writer.scheduledCommitRuns() else {
             Issue.record("a scheduled commit should take the queued batches")
             return
         }
@@ -33,30 +33,30 @@ struct WriterStateMachineTests {
     @Test func aCommitStopsAtTheChangeLimitAndSchedulesAnotherForTheRest() {
         var writer = Machine(changeLimit: 10)
         for i in 0..<4 { _ = writer.submit(Self.entry("\(i)", changes: 4)) }
-        let first = writer.nextCommit()
+        let first = writer.scheduledCommitRuns()
         #expect(Self.taken(first) == ["0", "1"])  // 8 changes; a third batch would make 12
         guard case .commit(_, scheduleAnother: true) = first else {
             Issue.record("what is left needs a commit scheduled")
             return
         }
         #expect(writer.submit(Self.entry("4")) == .none)  // joins the scheduled commit
-        #expect(Self.taken(writer.nextCommit()) == ["2", "3", "4"])
+        #expect(Self.taken(writer.scheduledCommitRuns()) == ["2", "3", "4"])
     }
 
     @Test func aBatchLargerThanTheLimitStillCommitsAlone() {
         var writer = Machine(changeLimit: 10)
         _ = writer.submit(Self.entry("big", changes: 50))
         _ = writer.submit(Self.entry("small"))
-        #expect(Self.taken(writer.nextCommit()) == ["big"])
-        #expect(Self.taken(writer.nextCommit()) == ["small"])
-        #expect(Self.taken(writer.nextCommit()) == [])
+        #expect(Self.taken(writer.scheduledCommitRuns()) == ["big"])
+        #expect(Self.taken(writer.scheduledCommitRuns()) == ["small"])
+        #expect(Self.taken(writer.scheduledCommitRuns()) == [])
     }
 
     @Test func aFailedSharedCommitRetriesEachBatchAloneAndALoneFailureFailsItsWaiter() {
         var writer = Machine(changeLimit: 100)
         _ = writer.submit(Self.entry("good"))
         _ = writer.submit(Self.entry("bad"))
-        guard case .commit(let entries, _) = writer.nextCommit(),
+        guard case .commit(let entries, _) = writer.scheduledCommitRuns(),
             case .retryEachAlone(let alone) = writer.failed(entries)
         else {
             Issue.record("a shared commit's failure should retry each batch alone")
@@ -74,7 +74,7 @@ struct WriterStateMachineTests {
         var writer = Machine(changeLimit: 100)
         _ = writer.submit(Self.entry("bus1", hold: true))
         _ = writer.submit(Self.entry("query1"))
-        let taken = writer.nextCommit()
+        let taken = writer.scheduledCommitRuns()
         _ = writer.submit(Self.entry("bus2", hold: true))
         _ = writer.submit(Self.entry("query2"))
         guard case .commit(let entries, _) = taken else {
@@ -82,28 +82,31 @@ struct WriterStateMachineTests {
             return
         }
         let action = writer.storageFailed(entries, reason: "disk is full")
-        #expect(action.startRetrying)
+        #expect(action.began)
         #expect(action.refused.map(\.waiter) == ["query1", "query2"])
         #expect(writer.pending.map(\.waiter) == ["bus1", "bus2"])
-        #expect(writer.state == .faulted(reason: "disk is full"))
+        #expect(writer.phase == .faulted(reason: "disk is full"))
         // In the fault: a caller is refused at once, the bus's batch waits; nothing commits but the retry.
         #expect(writer.submit(Self.entry("query3")) == .refuse(.unavailable("disk is full")))
         #expect(writer.submit(Self.entry("bus3", hold: true)) == .none)
-        #expect(Self.taken(writer.nextCommit()) == [])
+        #expect(Self.taken(writer.scheduledCommitRuns()) == [])
         guard case .commit(let held) = writer.retry() else {
             Issue.record("the retry should take the held batches")
             return
         }
         #expect(held.map(\.waiter) == ["bus1", "bus2", "bus3"])
         // It fails again: held again, in order, and no second retry loop.
-        #expect(!writer.storageFailed(held, reason: "disk is full").startRetrying)
+        #expect(!writer.storageFailed(held, reason: "disk is full").began)
         guard case .commit(let again) = writer.retry() else {
             Issue.record("held batches lost")
             return
         }
         #expect(again.map(\.waiter) == ["bus1", "bus2", "bus3"])
-        #expect(writer.committed(wroteSomething: true) == .leftFault(was: "disk is full"))
-        #expect(writer.state == .writing)
+        guard case .leftFault(was: "disk is full", held: 0, waiters: []) = writer.committed(wroteSomething: true) else {
+            Issue.record("a commit in the fault should end it")
+            return
+        }
+        #expect(writer.phase == .writing)
         #expect(writer.submit(Self.entry("query4")) == .scheduleCommit)
     }
 
@@ -114,10 +117,16 @@ struct WriterStateMachineTests {
             Issue.record("nothing held: the retry probes")
             return
         }
-        #expect(writer.committed(wroteSomething: false) == .none)
+        guard case .none = writer.committed(wroteSomething: false) else {
+            Issue.record("a commit of duplicates alone ends no fault")
+            return
+        }
         #expect(writer.fault == "I/O error")
-        #expect(writer.committed(wroteSomething: true) == .leftFault(was: "I/O error"))
-        guard case .none = writer.retry() else {
+        guard case .leftFault(was: "I/O error", _, _) = writer.committed(wroteSomething: true) else {
+            Issue.record("a write ends the fault")
+            return
+        }
+        guard case .stop = writer.retry() else {
             Issue.record("not in a fault: the retry stops")
             return
         }
@@ -125,35 +134,113 @@ struct WriterStateMachineTests {
 
     @Test func aLeaderCommitsOnceAndHandsTheRestToTheStoresThread() {
         var writer = Machine(changeLimit: 3)
-        writer.beginLeading()
+        #expect(writer.beginLeading() == .lead)
         for name in ["a", "b", "c", "d"] { #expect(writer.submit(Self.entry(name, changes: 2)) == .none) }
-        guard case .commit(let entries, scheduleAnother: false) = writer.nextCommit() else {
+        guard case .commit(let entries, scheduleAnother: false) = writer.scheduledCommitRuns() else {
             Issue.record("the leader commits, and schedules nothing while it leads")
             return
         }
         #expect(entries.map(\.waiter) == ["a"])
         #expect(writer.endLeading() == .scheduleCommit)
         #expect(writer.submit(Self.entry("e")) == .none)  // the commit handed over will take it
-        #expect(Self.taken(writer.nextCommit()) == ["b"])
+        #expect(Self.taken(writer.scheduledCommitRuns()) == ["b"])
     }
 
     @Test func aDrainGivesTheHeldBatchesOneMoreTryAndClosesWithWhatIsLeft() {
         var writer = Machine(changeLimit: 100)
         _ = writer.submit(Self.entry("bus1", hold: true))
-        guard case .commit(let entries, _) = writer.nextCommit() else {
+        guard case .commit(let entries, _) = writer.scheduledCommitRuns() else {
             Issue.record("nothing taken")
             return
         }
         _ = writer.storageFailed(entries, reason: "disk is full")
-        writer.startDraining()
-        #expect(Self.taken(writer.nextCommit()) == ["bus1"])
+        #expect(writer.startDraining() == .cancelRetry)
+        #expect(Self.taken(writer.scheduledCommitRuns()) == ["bus1"])
         // The storage still fails: the drain stops trying, and close hands the batch back.
         _ = writer.storageFailed(entries, reason: "disk is full")
-        #expect(Self.taken(writer.nextCommit()) == [])
+        #expect(Self.taken(writer.scheduledCommitRuns()) == [])
         let closed = writer.close()
         #expect(closed.left.map(\.waiter) == ["bus1"])
         #expect(closed.fault == "disk is full")
         #expect(writer.submit(Self.entry("late", hold: true)) == .refuse(.closed))
+    }
+
+    // MARK: - What once lived beside the machine, one test each
+
+    @Test func aJobScheduledBeforeAFaultTakesNothingAndTheFaultsEndHandsTheHeldToAFlush() {
+        var writer = Machine(changeLimit: 100)
+        #expect(writer.submit(Self.entry("bus1", hold: true)) == .scheduleCommit)
+        let began = writer.storageFailed([], reason: "disk is full")
+        #expect(began.began && began.refused.isEmpty)
+        #expect(Self.taken(writer.scheduledCommitRuns()) == [])  // the job queued before the fault
+        guard case .leftFault(_, held: 1, _) = writer.committed(wroteSomething: true) else {
+            Issue.record("the fault should end with one batch held")
+            return
+        }
+        #expect(writer.flush()?.map(\.waiter) == ["bus1"])
+        #expect(writer.submit(Self.entry("next")) == .scheduleCommit)  // nothing is scheduled after the fault
+    }
+
+    @Test func aLeaderInAFaultCommitsNothingAndHandsNothingOver() {
+        var writer = Machine(changeLimit: 100)
+        _ = writer.storageFailed([], reason: "I/O error")
+        #expect(writer.beginLeading() == .lead)
+        #expect(writer.isLeading)
+        #expect(writer.submit(Self.entry("bus", hold: true)) == .none)
+        #expect(writer.flush() == nil)
+        #expect(writer.endLeading() == .none)
+        #expect(!writer.isLeading)
+        #expect(writer.pending.map(\.waiter) == ["bus"])
+    }
+
+    @Test func whoeverWaitsForAWritableStoreIsHeldByTheFaultAndHandedBackAtItsEndOrAtTheClose() {
+        var writer = Machine(changeLimit: 100)
+        guard case .resume("now") = writer.awaitWritable("now") else {
+            Issue.record("a writable store lets a waiter go on at once")
+            return
+        }
+        _ = writer.storageFailed([], reason: "disk is full")
+        guard case .wait = writer.awaitWritable("inbox") else {
+            Issue.record("a fault holds the waiter")
+            return
+        }
+        #expect(writer.recoveryWaiters == 1)
+        guard case .leftFault(_, _, waiters: ["inbox"]) = writer.committed(wroteSomething: true) else {
+            Issue.record("the fault's end hands the waiter back")
+            return
+        }
+        #expect(writer.recoveryWaiters == 0)
+        _ = writer.storageFailed([], reason: "disk is full")
+        _ = writer.awaitWritable("late")
+        _ = writer.startDraining()
+        #expect(writer.close().waiters == ["late"])
+    }
+
+    @Test func aFaultStartsOneRetryWhichTheFaultsEndOrADrainStops() {
+        var writer = Machine(changeLimit: 100)
+        #expect(!writer.isRetrying)
+        #expect(writer.storageFailed([], reason: "disk is full").began)
+        #expect(writer.isRetrying)
+        #expect(!writer.storageFailed([], reason: "disk is still full").began)  // one retry per fault
+        #expect(writer.fault == "disk is still full")
+        _ = writer.committed(wroteSomething: true)
+        #expect(!writer.isRetrying)
+        guard case .stop = writer.retry() else {
+            Issue.record("the retry stops once the fault ended")
+            return
+        }
+        #expect(writer.startDraining() == .none)  // no fault, no retry to cancel
+    }
+
+    @Test func aStreamIsAdmittedOnlyWhileTheStoreWrites() {
+        var writer = Machine(changeLimit: 100)
+        #expect(writer.admitsStream() == nil)
+        _ = writer.storageFailed([], reason: "disk is full")
+        #expect(writer.admitsStream() == .unavailable("disk is full"))
+        _ = writer.startDraining()
+        #expect(writer.admitsStream() == .closed)
+        _ = writer.close()
+        #expect(writer.admitsStream() == .closed)
     }
 
     // MARK: - Random sequences against a reference model
@@ -172,7 +259,7 @@ struct WriterStateMachineTests {
 /// waiting batches and a fault flag. After every step the two must agree,
 /// and no batch may wait with nothing on its way to commit it.
 struct WriterSimulation {
-    typealias Machine = WriterStateMachine<Int>
+    typealias Machine = WriterStateMachine<Int, Int>
 
     enum Outcome: Equatable {
         case committed
@@ -215,9 +302,9 @@ struct WriterSimulation {
         // earlier), or still full (the held ones are handed back, never lost).
         if rng.next() % 2 == 0 { diskFull = false }
         let diskFullAtClose = diskFull
-        machine.startDraining()
-        while case .commit(let entries, _) = machine.nextCommit() { perform(entries) }
-        let (left, _) = machine.close()
+        if machine.startDraining() == .cancelRetry { retrying = false }
+        while let entries = machine.flush() { perform(entries) }
+        let left = machine.close().left
         closed = true
         for entry in left { resolve(entry.waiter, .refusedClosed) }
         if !diskFullAtClose {
@@ -258,7 +345,7 @@ struct WriterSimulation {
     mutating func runJob() {
         guard jobs > 0 else { return }
         jobs -= 1
-        guard case .commit(let entries, let another) = machine.nextCommit() else { return }
+        guard case .commit(let entries, let another) = machine.scheduledCommitRuns() else { return }
         if another { jobs += 1 }
         perform(entries)
     }
@@ -266,15 +353,16 @@ struct WriterSimulation {
     /// A producer's thread finds the store idle (no job queued) and leads.
     mutating func lead() {
         guard jobs == 0 else { return }
-        machine.beginLeading()
+        guard machine.beginLeading() == .lead else { return }
+        #expect(machine.isLeading)
         for _ in 0..<Int(rng.next() % 4) { submit() }
-        if case .commit(let entries, _) = machine.nextCommit() { perform(entries) }
+        if let entries = machine.flush() { perform(entries) }
         if machine.endLeading() == .scheduleCommit { jobs += 1 }
     }
 
     mutating func retryTick() {
         switch machine.retry() {
-        case .none: retrying = false
+        case .stop: retrying = false
         case .commit(let entries): perform(entries)
         case .probe: if !diskFull { committed(wroteSomething: true) }
         }
@@ -289,8 +377,8 @@ struct WriterSimulation {
         modelPending.removeFirst(min(ids.count, modelPending.count))
         if diskFull {
             let action = machine.storageFailed(entries, reason: "disk is full")
-            if action.startRetrying { retrying = true }
-            if !closed, case .draining = machine.state {
+            if action.began { retrying = true }
+            if !closed, case .draining = machine.phase {
                 modelPending = ids + modelPending
             } else {
                 let refusedByModel = (ids + modelPending).filter { hold[$0] != true }
@@ -306,18 +394,20 @@ struct WriterSimulation {
             case .fail(let entry): resolve(entry.waiter, .failed)
             case .retryEachAlone(let alone):
                 modelPending = ids + modelPending  // each goes through `perform` again
-                for (i, entry) in alone.enumerated() {
-                    if machine.fault != nil {
+                for i in alone.indices {
+                    let rest = Array(alone[i...])
+                    let next = machine.commitAlone(alone[i...])
+                    if case .settled(let action, _) = next {
                         // The storage failed meanwhile: the rest are settled as in a fault.
-                        let rest = Array(alone[i...])
                         modelPending.removeFirst(rest.count)
-                        let action = machine.storageFailed(rest, reason: "disk is full")
                         let refusedByModel = (rest.map(\.waiter) + modelPending).filter { hold[$0] != true }
                         modelPending = (rest.map(\.waiter) + modelPending).filter { hold[$0] == true }
                         #expect(action.refused.map(\.waiter) == refusedByModel)
                         for entry in action.refused { resolve(entry.waiter, .refusedUnavailable) }
                         break
                     }
+                    guard case .commit(let entry) = next else { continue }
+                    #expect(entry.waiter == rest[0].waiter)
                     perform([entry])
                 }
             }
@@ -335,7 +425,7 @@ struct WriterSimulation {
         modelFaulted = false
         retrying = false
         // `HealthStore.leftFault`: what is queued commits now.
-        while case .commit(let entries, _) = machine.nextCommit() { perform(entries) }
+        while let entries = machine.flush() { perform(entries) }
     }
 
     mutating func resolve(_ id: Int, _ outcome: Outcome) {
@@ -347,10 +437,12 @@ struct WriterSimulation {
         #expect(machine.pending.map(\.waiter) == modelPending, "the machine's queue differs from the model's")
         #expect((machine.fault != nil) == modelFaulted, "the machine's fault differs from the model's")
         // Liveness: a batch waiting while the store writes has a commit on its way.
-        if case .writing = machine.state, !machine.isEmpty {
+        if case .writing = machine.phase, !machine.isEmpty {
             try #require(jobs > 0, "batches \(modelPending) wait with no commit scheduled")
         }
         if modelFaulted { #expect(retrying, "a fault with no retry running") }
+        #expect(machine.isRetrying == (retrying && modelFaulted), "the machine's retry differs from the simulation's")
+        #expect(!machine.isLeading, "a leader left leading")
     }
 }
 
