@@ -101,20 +101,28 @@ let package = Package(
         // `make bench`: load generator, subscribers and baselines.
         .executableTarget(
             name: "coffee-bench",
-            dependencies: ["CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "Syscall", "CoffeeTrackerClient"],
+            dependencies: [
+                "CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "Syscall", "CoffeeTrackerClient", "CoffeeLogging",
+            ],
             swiftSettings: strict),
 
         .testTarget(
             name: "CoffeeDomainTests", dependencies: ["CoffeeDomain"], resources: [.copy("Vectors")],
             swiftSettings: strict),
         .testTarget(name: "CoffeeChartsTests", dependencies: ["CoffeeCharts", "CoffeeDomain"], swiftSettings: strict),
-        .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "CoffeeDomain", "SQLite"], swiftSettings: strict),
         .testTarget(
-            name: "CoffeeModelTests", dependencies: ["CoffeeModel", "HealthStore", "CoffeeDomain", "CoffeeLifecycle"],
+            name: "HealthStoreTests", dependencies: ["HealthStore", "CoffeeDomain", "SQLite", "CoffeeLogging"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "CoffeeModelTests",
+            dependencies: ["CoffeeModel", "HealthStore", "CoffeeDomain", "CoffeeLifecycle", "CoffeeLogging"],
             swiftSettings: strict),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "Syscall"], swiftSettings: strict),
-        .testTarget(name: "CoffeeRelayTests", dependencies: ["CoffeeRelay", "CoffeeDomain"], swiftSettings: strict),
-        .testTarget(name: "CoffeeLifecycleTests", dependencies: ["CoffeeLifecycle", "CoffeeTestKit"], swiftSettings: strict),
+        .testTarget(
+            name: "CoffeeRelayTests", dependencies: ["CoffeeRelay", "CoffeeDomain", "CoffeeLogging"], swiftSettings: strict),
+        .testTarget(
+            name: "CoffeeLifecycleTests", dependencies: ["CoffeeLifecycle", "CoffeeTestKit", "CoffeeLogging"],
+            swiftSettings: strict),
         .testTarget(
             name: "CoffeeTrackerClientTests", dependencies: ["CoffeeTrackerClient", "CoffeeDomain"], swiftSettings: strict),
         .testTarget(

@@ -7,6 +7,11 @@ fresh files, TRIALS times; the table shows medians and ratios against the
 peers, the figures go to bench/peers.json.
 
     python3 bench/peers.py [--trials 3] [--paced-trials 5] [--quick] [--only TEXT] [--binary .build/release/coffee-tracker]
+                           [--baseline OLD-BINARY [--without-peers]]
+
+With --baseline, an older build of coffee-tracker runs as a fourth worker,
+alternated with the rest, and each scenario's ratios include this build's
+against it: how a change moved the live path, measured in one invocation.
 
 A paced scenario (1,000 or 10,000 events/s) takes more trials than a full-speed
 one: its p99 and CPU sit close to the peers', and one stall of the disk moves
@@ -50,9 +55,10 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start(worker, folder, binary, peer_c):
+def start(worker, folder, binaries, peer_c):
     ingest, updates = f"ipc://{folder}/in", f"ipc://{folder}/up"
-    if worker == "coffee-tracker":
+    if worker in binaries:
+        binary = binaries[worker]
         (folder / "config.json").write_text(json.dumps({
             "dataDirectory": "data", "inboxDirectory": "inbox", "ingest": {"bind": [ingest]},
             "updates": {"bind": [updates]}, "query": {"bind": [f"ipc://{folder}/q"]}, "http": {"bind": None},
@@ -72,11 +78,11 @@ def start(worker, folder, binary, peer_c):
     return process, ingest, updates
 
 
-def trial(worker, scenario, loadgen, peer_c, binary):
+def trial(worker, scenario, loadgen, peer_c, binaries):
     with tempfile.TemporaryDirectory(prefix="ct-peers-") as d:
         subprocess.run(["sync"])
         folder = Path(d)
-        process, ingest, updates = start(worker, folder, binary, peer_c)
+        process, ingest, updates = start(worker, folder, binaries, peer_c)
         try:
             before = cpu_seconds(process.pid)
             env = dict(os.environ)
@@ -105,7 +111,11 @@ def main():
     parser.add_argument("--binary", default=str(ROOT / ".build/release/coffee-tracker"))
     parser.add_argument("--out", default=str(ROOT / "bench/peers.json"))
     parser.add_argument("--only", help="run the scenarios whose name contains this text (e.g. '1,000 events/s, drinks dated now')")
+    parser.add_argument("--baseline", help="an older coffee-tracker binary, run alternated as the worker 'baseline'")
+    parser.add_argument("--without-peers", action="store_true", help="with --baseline: leave the Python and C peers out")
     args = parser.parse_args()
+    if args.without_peers and not args.baseline:
+        raise SystemExit("--without-peers needs --baseline: there would be nothing to compare")
     if not SHARED.exists():
         raise SystemExit(f"{SHARED} is not here: the peers live in the shared folder beside the project")
     loadgen, peer_c = build(ROOT / ".build/peers")
@@ -122,7 +132,11 @@ def main():
         scenarios = [s for s in scenarios if args.only in s["name"]]
         if not scenarios:
             raise SystemExit(f"no scenario's name contains {args.only!r}")
-    workers = ["coffee-tracker", "python peer", "C peer"]
+    binaries = {"coffee-tracker": args.binary}
+    workers = ["coffee-tracker"] + ([] if args.without_peers else ["python peer", "C peer"])
+    if args.baseline:
+        binaries["baseline"] = args.baseline
+        workers.append("baseline")
     results = {}
     for scenario in scenarios:
         trials = args.paced_trials if scenario["rate"] else args.trials
@@ -130,7 +144,7 @@ def main():
             for worker in workers if t % 2 == 0 else reversed(workers):
                 print(f"peers: {scenario['name']}, {worker}, trial {t + 1} of {trials}", file=sys.stderr, flush=True)
                 results.setdefault(scenario["name"], {}).setdefault(worker, []).append(
-                    trial(worker, scenario, loadgen, peer_c, args.binary))
+                    trial(worker, scenario, loadgen, peer_c, binaries))
     table = []
     print(f"{'scenario':44} {'worker':15} {'events/s':>10} {'p99 ms':>8} {'CPU-s/100k':>11} {'lost':>5}")
     for scenario in scenarios:
@@ -140,11 +154,19 @@ def main():
         for w in workers:
             m = medians[w]
             print(f"{scenario['name']:44} {w:15} {m['events_per_s']:10.0f} {m['lat_ms_p99']:8.2f} {m['cpu_per_100k']:11.2f} {m['lost']:5.0f}")
-        ct, py, c = medians["coffee-tracker"], medians["python peer"], medians["C peer"]
-        ratios = {"throughput vs python": ct["events_per_s"] / py["events_per_s"],
-                  "throughput vs C": ct["events_per_s"] / c["events_per_s"],
-                  "p99 vs python": ct["lat_ms_p99"] / py["lat_ms_p99"],
-                  "CPU vs C": ct["cpu_per_100k"] / c["cpu_per_100k"]}
+        ct = medians["coffee-tracker"]
+        ratios = {}
+        if not args.without_peers:
+            py, c = medians["python peer"], medians["C peer"]
+            ratios = {"throughput vs python": ct["events_per_s"] / py["events_per_s"],
+                      "throughput vs C": ct["events_per_s"] / c["events_per_s"],
+                      "p99 vs python": ct["lat_ms_p99"] / py["lat_ms_p99"],
+                      "CPU vs C": ct["cpu_per_100k"] / c["cpu_per_100k"]}
+        if args.baseline:
+            b = medians["baseline"]
+            ratios.update({"throughput vs baseline": ct["events_per_s"] / b["events_per_s"],
+                           "p99 vs baseline": ct["lat_ms_p99"] / b["lat_ms_p99"],
+                           "CPU vs baseline": ct["cpu_per_100k"] / b["cpu_per_100k"]})
         print(f"{'':44} {'ratios':15} " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
         table.append({"scenario": scenario["name"], "trials": len(rows["coffee-tracker"]), "medians": medians, "ratios": ratios,
                       "runs": rows})

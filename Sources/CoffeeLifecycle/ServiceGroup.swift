@@ -32,7 +32,7 @@ public final class ServiceGroup: Sendable {
     ///   - clock: what the deadline is measured on (a `TestClock` in tests).
     public init(
         services: [any Service], maximumGracefulShutdownDuration: Duration? = nil,
-        clock: any Clock<Duration> = ContinuousClock(), logger: Logger = Logger(label: "lifecycle")
+        clock: any Clock<Duration> = ContinuousClock(), logger: Logger
     ) {
         self.services = services
         self.maximumGracefulShutdownDuration = maximumGracefulShutdownDuration

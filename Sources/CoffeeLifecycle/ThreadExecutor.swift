@@ -40,10 +40,20 @@ public final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
     /// Added to the thread's nice value (Linux schedules threads one by
     /// one): positive for background work that must not delay the rest.
     private let niceness: Int32
+    /// Says when the niceness could not be set.
+    private let logger: Logger?
 
-    public init(name: String, niceness: Int32 = 0) {
+    /// An executor on a thread of its own, at normal priority.
+    public convenience init(name: String) {
+        self.init(name: name, niceness: 0, logger: nil)
+    }
+
+    /// An executor on a thread of its own, `niceness` added to its nice
+    /// value; `logger` says when that cannot be done.
+    public init(name: String, niceness: Int32, logger: Logger?) {
         self.name = name
         self.niceness = niceness
+        self.logger = logger
         condition.lock()
         startThread()
         condition.unlock()
@@ -125,7 +135,7 @@ public final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
                     try Syscall.setThreadNice(self.niceness, detail: self.name)
                 } catch {
                     // Runs at normal priority: slower for the rest, never wrong.
-                    Logger(label: "executor").warning("could not lower the thread's priority", metadata: ["error": "\(error)"])
+                    self.logger?.warning("could not lower the thread's priority", metadata: ["error": "\(error)"])
                 }
             }
             self.loop()

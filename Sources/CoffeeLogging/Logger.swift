@@ -44,6 +44,16 @@ public struct Logger: Sendable {
         self.metadata = metadata
     }
 
+    /// A part's logger: this one's metadata under the part's label, with
+    /// `metadata` added. The composition root makes one logger and hands
+    /// each part its own from it, so that what the root says (a standby's
+    /// `role`, say) is on every part's lines.
+    public func part(_ label: String, metadata: Metadata = [:]) -> Logger {
+        var merged = self.metadata
+        for (key, value) in metadata { merged[key] = value }
+        return Logger(label: label, metadata: merged)
+    }
+
     /// Logs `message` when `level` is at or above the system's threshold.
     ///
     /// The message and metadata are autoclosures, so that a filtered-out

@@ -15,15 +15,17 @@ import Syscall
 /// atomically, so the file can never hold an anchor that claims changes its
 /// drinks do not (the seed saved the anchor first). It is not fsynced: the
 /// store is the truth, and a stale, torn or missing cache is rebuilt from
-/// it at start-up. Unchanged values are not written again. As a service it
-/// writes what is scheduled when the group shuts it down (after the model).
+/// it at start-up. Unchanged values are not written again. The model pushes
+/// its state when the cache is due (`isDue`, `push`); the cache never calls
+/// back into it. As a service it writes what was pushed when the group shuts
+/// it down (after the model, whose last round pushes).
 public actor ModelCache: Service {
     /// What the file holds.
     public struct Snapshot: Codable, Equatable, Sendable {
         public var anchor: Int64
         public var drinks: [Drink]
         /// The drinks are every live drink dated from here on
-        /// (`CoffeeData.completeSince`); nil in a file written before it was kept.
+        /// (`ModelState.completeSince`); nil in a file written before it was kept.
         public var completeSince: Date?
 
         public init(anchor: Int64, drinks: [Drink], completeSince: Date? = nil) {
@@ -35,11 +37,11 @@ public actor ModelCache: Service {
 
     /// Background priority: encoding a large window takes tens of
     /// milliseconds of a core, which the store and the publisher need more.
-    private let executor = ThreadExecutor(name: "model-cache", niceness: 10)
+    private let executor: ThreadExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     public let url: URL
-    /// Least time between two scheduled writes.
+    /// Least time between two writes.
     public let interval: Duration
     /// A write waits at least this many times as long as the last one took,
     /// so the cache never takes more than about 1/costFactor of a core: a
@@ -61,55 +63,78 @@ public actor ModelCache: Service {
     ///   - costFactor: a write waits at least this many times as long as the
     ///     last one took (default 100: at most about 1% of a core).
     public init(
-        url: URL, interval: Duration = .seconds(15), costFactor: Double = 100, logger: Logger = Logger(label: "model-cache")
+        url: URL, interval: Duration = .seconds(15), costFactor: Double = 100, logger: Logger
     ) {
         self.logger = logger
+        executor = ThreadExecutor(name: "model-cache", niceness: 10, logger: logger)
         self.url = url
         self.interval = interval
         self.costFactor = costFactor
+        // The first write waits an interval too: a start-up has just read the file.
+        slot = Mutex(Slot(pushed: nil, notBefore: .now + interval))
     }
 
-    /// The model to read when the scheduled write happens: set from a change
-    /// until the write that covers it takes it.
-    private nonisolated let source = Mutex<CoffeeData?>(nil)
+    /// What the model pushes (`ModelState.cacheContents`): its index, whose
+    /// drinks are read and sorted here, on the cache's thread, not the model's.
+    public struct Contents: Sendable {
+        let index: CaffeineIndex
+        let anchor: Int64
+        let completeSince: Date?
 
-    /// Saves `model`'s drinks and anchor soon, coalescing: however many
-    /// changes arrive, at most one write per `interval` (or per `costFactor`
-    /// times the last write's cost, if longer), of the newest state.
-    ///
-    /// Nonisolated: when a write is already pending a change costs one
-    /// uncontended lock and does not wake the cache's thread (it did, once
-    /// per commit). The drinks are read from the model when the write
-    /// happens. The cache is downstream of the store's commit and may lag;
-    /// it never holds an anchor without its drinks.
-    public nonisolated func schedule(from model: CoffeeData) {
-        let first = source.withLock { slot -> Bool in
-            defer { slot = model }
-            return slot == nil
+        public init(index: CaffeineIndex, anchor: Int64, completeSince: Date?) {
+            self.index = index
+            self.anchor = anchor
+            self.completeSince = completeSince
         }
-        if first { Task { await self.writeSoon() } }
     }
 
-    private func writeSoon() async {
-        try? await Task.sleep(for: max(interval, lastCost * costFactor))
-        await flush()
+    /// What was pushed and not yet written, and when the next write is due.
+    private struct Slot {
+        var pushed: Contents?
+        var notBefore: ContinuousClock.Instant
+    }
+    private nonisolated let slot: Mutex<Slot>
+
+    /// Whether a push would be written now: nothing pushed waits, and at
+    /// least `interval` (or `costFactor` times the last write's cost, if
+    /// longer) has passed since the last write. The model asks after each
+    /// round that changed it, so that however many changes arrive, at most
+    /// one write per interval happens, of the newest state. One uncontended
+    /// lock: it never wakes the cache's thread.
+    public nonisolated var isDue: Bool {
+        slot.withLock { $0.pushed == nil && ContinuousClock.now >= $0.notBefore }
     }
 
-    /// Writes what is scheduled now.
+    /// Writes `contents` soon, on the cache's thread (or at the close,
+    /// whichever comes first), replacing anything pushed before and not yet
+    /// written. The cache is downstream of the store's commit and may lag;
+    /// it never holds an anchor without its drinks.
+    public nonisolated func push(_ contents: Contents) {
+        let first = slot.withLock { slot -> Bool in
+            defer { slot.pushed = contents }
+            return slot.pushed == nil
+        }
+        if first { Task { await self.flush() } }
+    }
+
+    /// Writes what was pushed, now.
     public func flush() async {
-        // Changes from here on schedule the next write.
         guard
-            let model = source.withLock({ slot in
-                defer { slot = nil }
-                return slot
+            let contents = slot.withLock({ slot in
+                defer { slot.pushed = nil }
+                return slot.pushed
             })
         else { return }
-        let (drinks, anchor, completeSince) = await model.cacheContents()
         let clock = ContinuousClock()
         let started = clock.now
         // Sorted here, on the cache's thread, not on the model's.
-        save(Snapshot(anchor: anchor, drinks: drinks.sorted(by: Drink.chronological), completeSince: completeSince))
+        save(
+            Snapshot(
+                anchor: contents.anchor, drinks: contents.index.drinks.sorted(by: Drink.chronological),
+                completeSince: contents.completeSince))
         lastCost = clock.now - started
+        let wait = max(interval, lastCost * costFactor)
+        slot.withLock { $0.notBefore = clock.now + wait }
     }
 
     /// The saved snapshot, or nil when there is none or it cannot be read.
@@ -167,7 +192,7 @@ public actor ModelCache: Service {
         await close()
     }
 
-    /// Writes what is scheduled, then stops the cache's thread.
+    /// Writes what was pushed, then stops the cache's thread.
     public func close() async {
         await flush()
         executor.stop()

@@ -3,18 +3,21 @@ import CoffeeLifecycle
 import CoffeeLogging
 import Foundation
 import HealthStore
+import Synchronization
 
-/// The model as one service: it follows the store's commits, publishes the
-/// model after them, and publishes it again as caffeine decays. One owner
-/// and one throttle: at most one round per `roundInterval`, each round
-/// applying every commit that arrived (`StoreFollower.catchUp`) and
-/// publishing once.
+/// The model's one owner: it loads the model, follows the store's commits,
+/// publishes the model after them and again as caffeine decays, pushes it
+/// to the cache, and answers whoever reads it (a reply, the page, metrics).
 ///
-/// Commits reach it from the store's thread (`CoffeeData.arrive`, which only
-/// queues and rings); the first after a quiet spell starts a round at once,
-/// the rest wait for the next. The seed's `ExtensionDelegate` background
-/// refresh is the refresh timer here.
-public final class ModelService: Service {
+/// One actor and one throttle: at most one round per `roundInterval`, each
+/// round applying every commit that arrived (`catchUp`), publishing once
+/// and pushing to the cache when it is due, all in the actor's own turn.
+/// Commits reach it from the store's thread (`arrive`, which only queues
+/// and rings); the first after a quiet spell starts a round at once, the
+/// rest wait for the next. The seed's `ExtensionDelegate` background
+/// refresh is the refresh timer here; its `HealthKitController`, which kept
+/// the anchor and ran the anchored query, is `ModelService+Following.swift`.
+public actor ModelService: Service {
     /// The model's pace, with the defaults of docs/protocol.md §3.
     public struct Configuration: Sendable {
         /// At most one round, and one `model` message, per interval
@@ -25,6 +28,8 @@ public final class ModelService: Service {
         public var refreshInterval: Duration
         /// What the timers sleep on: injected so that tests drive them.
         public var clock: any Clock<Duration>
+        /// Beyond this many changes behind, rebuilding the window is cheaper than replaying.
+        public var replayLimit: Int64 = 50_000
 
         public init(
             roundInterval: Duration = .milliseconds(100), refreshInterval: Duration = .seconds(60),
@@ -36,58 +41,133 @@ public final class ModelService: Service {
         }
     }
 
-    public let name = "model"
-    private let store: HealthStore
-    private let model: CoffeeData
-    private let controller: StoreFollower
-    private let configuration: Configuration
+    public nonisolated let name = "model"
+    /// The caffeine model's settings, for readers that compute beyond the held window.
+    public nonisolated let caffeine: CaffeineModel
+    let store: HealthStore
+    let cache: ModelCache?
+    let wallClock: any WallClock
+    let configuration: Configuration
+    let logger: Logger
     private let publish: @Sendable (ModelSnapshot) -> Void
+
+    /// The model itself.
+    var state: ModelState
+    /// The state changed since it was last pushed to the cache.
+    var cacheBehind = false
+
+    /// Commits the store has announced and the model has not applied yet, in order.
+    private nonisolated let arrived = Mutex<[CommittedBatch]>([])
+    private nonisolated let doorbell: AsyncStream<Void>.Continuation
+    /// Yields (coalesced: at most one waiting) when commits arrive or a refresh is due.
+    private nonisolated let arrivals: AsyncStream<Void>
 
     /// - Parameter publish: called with the model after each round; it must
     ///   only queue (the broadcaster's `publish`).
     public init(
-        store: HealthStore, model: CoffeeData, controller: StoreFollower, configuration: Configuration = .init(),
-        publish: @escaping @Sendable (ModelSnapshot) -> Void
+        store: HealthStore, cache: ModelCache?, caffeine: CaffeineModel, clock: any WallClock,
+        configuration: Configuration = .init(), logger: Logger, publish: @escaping @Sendable (ModelSnapshot) -> Void
     ) {
         self.store = store
-        self.model = model
-        self.controller = controller
+        self.cache = cache
+        self.caffeine = caffeine
+        self.wallClock = clock
         self.configuration = configuration
+        self.logger = logger
         self.publish = publish
+        state = ModelState(caffeine: caffeine, clock: clock)
+        (arrivals, doorbell) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Loads the model (cache, then the store's changes since its anchor),
     /// follows commits from now on, and publishes it once. Runs before any
     /// input starts, so no commit goes unfollowed.
     public func start() async throws {
-        try await controller.load()
-        await store.observeCommits { [model] batch in model.arrive(batch) }
-        await publishNow()
+        try await load()
+        await store.observeCommits { [self] batch in self.arrive(batch) }
+        publishNow()
     }
 
     public func run() async throws {
-        let model = self.model
-        onGracefulShutdown { model.endArrivals() }
+        onGracefulShutdown { [doorbell] in doorbell.finish() }
         let configuration = self.configuration
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                await repeatUntilShutdown(every: configuration.refreshInterval, on: configuration.clock) { model.ring() }
+                await repeatUntilShutdown(every: configuration.refreshInterval, on: configuration.clock) { self.ring() }
             }
-            for await _ in model.arrivals {
-                await controller.catchUp()
-                await publishNow()
+            for await _ in arrivals {
+                await round()
                 // Coalesce: what arrives meanwhile waits for the next round.
                 await sleepUnlessShutdown(for: configuration.roundInterval, on: configuration.clock)
             }
         }
         // The last round: every commit made before the shutdown reached the
         // model (the inputs stopped first), and the store and the publisher
-        // are still up (they were started before the model).
-        await controller.catchUp()
-        await publishNow()
+        // are still up (they were started before the model). The cache,
+        // shut down after the model, writes what this pushes.
+        await round()
+        if cacheBehind, let cache {
+            cache.push(state.cacheContents)
+            cacheBehind = false
+        }
     }
 
-    private func publishNow() async {
-        if let snapshot = await model.snapshot() { publish(snapshot) }
+    /// One round: every commit that arrived applied, the model published,
+    /// and pushed to the cache when it is due.
+    private func round() async {
+        await catchUp()
+        publishNow()
+        if cacheBehind, let cache, cache.isDue {
+            cache.push(state.cacheContents)
+            cacheBehind = false
+        }
     }
+
+    private func publishNow() {
+        if let snapshot = state.snapshot() { publish(snapshot) }
+    }
+
+    /// Queues a commit for the model: a `HealthStore.CommitObserver`, run
+    /// on the store's thread, so it only appends and rings. A round that is
+    /// waiting wakes; one that is pausing finds it later, with whatever else
+    /// arrived meanwhile.
+    public nonisolated func arrive(_ batch: CommittedBatch) {
+        arrived.withLock { $0.append(batch) }
+        doorbell.yield()
+    }
+
+    /// Asks for a round without a commit (caffeine decays with time).
+    public nonisolated func ring() { doorbell.yield() }
+
+    /// Takes the commits that arrived, in order.
+    func takeArrived() -> [CommittedBatch] {
+        arrived.withLock { queue in
+            defer { queue.removeAll() }
+            return queue
+        }
+    }
+
+    // MARK: - Reading, after every commit made before the call
+
+    /// The model at `at` (default now) when the held drinks cover it, after
+    /// a catch-up, so that a reply sees every commit made before it.
+    public func snapshot(at: Date? = nil) async -> ModelSnapshot? {
+        await catchUp()
+        return state.snapshot(at: at)
+    }
+
+    /// The live drinks dated in `range` when the held drinks cover it (`ModelState.drinks(datedIn:)`).
+    public func drinks(datedIn range: ClosedRange<Date>) async -> [Drink]? {
+        await catchUp()
+        return state.drinks(datedIn: range)
+    }
+
+    /// The model now as it is, without a catch-up: for metrics.
+    public func heldSnapshot() -> ModelSnapshot? { state.snapshot() }
+
+    /// The anchor the model reflects, without a catch-up.
+    public var anchor: Int64 { state.anchor }
+
+    /// The model as it is, without a catch-up: for tests.
+    public var current: ModelState { state }
 }

@@ -83,7 +83,7 @@ public final class UpdateRelay: Service {
 
     private enum Command: Sendable { case terminate }
 
-    public init(configuration: Configuration, context: ZMQContext, logger: Logger = Logger(label: "relay")) throws {
+    public init(configuration: Configuration, context: ZMQContext, logger: Logger) throws {
         self.configuration = configuration
         self.context = context
         self.logger = logger

@@ -110,7 +110,7 @@ public actor HealthStore {
     ///
     /// - Throws: `StoreError` when the file is corrupt, not ours, or from a
     ///   newer version; `SQLiteError` when it cannot be opened at all.
-    public init(configuration: Configuration, logger: Logger = Logger(label: "store")) throws {
+    public init(configuration: Configuration, logger: Logger) throws {
         self.logger = logger
         let db = try Database(path: configuration.path)
         do {

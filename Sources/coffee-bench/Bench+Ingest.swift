@@ -1,4 +1,5 @@
 import CoffeeDomain
+import CoffeeLogging
 import CoffeeService
 import Foundation
 import HealthStore
@@ -95,7 +96,8 @@ extension Bench {
         sync()  // as in live(): no earlier write-back in this measurement
         let dir = folder("storage")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let store = try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path))
+        let store = try HealthStore(
+            configuration: .init(path: dir.appendingPathComponent("s.sqlite").path), logger: Logger(label: "bench"))
         let batches = stride(from: 0, to: events, by: batch).map { _ in
             WriteBatch(
                 drinks: (0..<batch).map { _ in

@@ -1,4 +1,5 @@
 import CoffeeDomain
+import CoffeeLogging
 import CoffeeService
 import Foundation
 import HealthStore
@@ -18,7 +19,9 @@ extension Bench {
         empty.stop()
         let s = try ServiceProcess(binary: binary, folder: folder("startup"))
         try FileManager.default.createDirectory(at: s.data, withIntermediateDirectories: true)
-        let store = try HealthStore(configuration: .init(path: s.data.appendingPathComponent("coffee-tracker.sqlite").path))
+        let store = try HealthStore(
+            configuration: .init(path: s.data.appendingPathComponent("coffee-tracker.sqlite").path),
+            logger: Logger(label: "bench"))
         let date = Date().addingTimeInterval(-40 * 3600)
         let remaining = Mutex(drinks)
         _ = try await store.applyStream {

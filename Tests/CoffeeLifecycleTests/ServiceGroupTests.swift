@@ -1,4 +1,5 @@
 import CoffeeLifecycle
+import CoffeeLogging
 import CoffeeTestKit
 import Synchronization
 import Testing
@@ -60,7 +61,8 @@ private func runThenShutDown(_ group: ServiceGroup) async -> (any Error)? {
 struct ServiceGroupTests {
     @Test func servicesStartInOrderAndStopInReverse() async throws {
         let journal = Journal()
-        let group = ServiceGroup(services: ["a", "b", "c"].map { MockService(name: $0, journal: journal) })
+        let group = ServiceGroup(
+            services: ["a", "b", "c"].map { MockService(name: $0, journal: journal) }, logger: Logger(label: "test"))
         #expect(await runThenShutDown(group) == nil)
         let entries = journal.entries
         #expect(entries.filter { $0.hasPrefix("start") } == ["start a", "start b", "start c"])
@@ -72,7 +74,8 @@ struct ServiceGroupTests {
 
     @Test func onStartedRunsOnlyOnceEveryServiceHasStarted() async throws {
         let journal = Journal()
-        let group = ServiceGroup(services: ["a", "b"].map { MockService(name: $0, journal: journal) })
+        let group = ServiceGroup(
+            services: ["a", "b"].map { MockService(name: $0, journal: journal) }, logger: Logger(label: "test"))
         try await group.run {
             journal.add("all started")
             group.triggerGracefulShutdown()
@@ -83,11 +86,12 @@ struct ServiceGroupTests {
 
     @Test func aServiceThatFailsToStartIsNamedAndThoseAfterItNeverStart() async throws {
         let journal = Journal()
-        let group = ServiceGroup(services: [
-            MockService(name: "store", journal: journal),
-            MockService(name: "query", journal: journal, behaviour: .failsToStart),
-            MockService(name: "inbox", journal: journal),
-        ])
+        let group = ServiceGroup(
+            services: [
+                MockService(name: "store", journal: journal),
+                MockService(name: "query", journal: journal, behaviour: .failsToStart),
+                MockService(name: "inbox", journal: journal),
+            ], logger: Logger(label: "test"))
         let error = await runThenShutDown(group) as? ServiceGroupError
         #expect(error?.service == "query")
         #expect(error?.isStartFailure == true)
@@ -99,11 +103,12 @@ struct ServiceGroupTests {
 
     @Test func aServiceThatFailsWhileRunningEndsTheGroupAndIsNamed() async throws {
         let journal = Journal()
-        let group = ServiceGroup(services: [
-            MockService(name: "store", journal: journal),
-            MockService(name: "ingest", journal: journal, behaviour: .failsAfterStart),
-            MockService(name: "inbox", journal: journal),
-        ])
+        let group = ServiceGroup(
+            services: [
+                MockService(name: "store", journal: journal),
+                MockService(name: "ingest", journal: journal, behaviour: .failsAfterStart),
+                MockService(name: "inbox", journal: journal),
+            ], logger: Logger(label: "test"))
         do {
             try await group.run()  // no shutdown is ever requested: the failure ends it
             Issue.record("the group should have thrown")
@@ -117,10 +122,11 @@ struct ServiceGroupTests {
 
     @Test func aServiceThatReturnsBeforeItIsAskedEndsTheGroup() async throws {
         let journal = Journal()
-        let group = ServiceGroup(services: [
-            MockService(name: "store", journal: journal),
-            MockService(name: "model", journal: journal, behaviour: .returnsEarly),
-        ])
+        let group = ServiceGroup(
+            services: [
+                MockService(name: "store", journal: journal),
+                MockService(name: "model", journal: journal, behaviour: .returnsEarly),
+            ], logger: Logger(label: "test"))
         do {
             try await group.run()
             Issue.record("the group should have thrown")
@@ -133,7 +139,7 @@ struct ServiceGroupTests {
 
     @Test func aShutdownRequestedBeforeRunStartsNothing() async throws {
         let journal = Journal()
-        let group = ServiceGroup(services: [MockService(name: "a", journal: journal)])
+        let group = ServiceGroup(services: [MockService(name: "a", journal: journal)], logger: Logger(label: "test"))
         group.triggerGracefulShutdown()
         try await group.run()
         #expect(journal.entries.isEmpty)
@@ -156,7 +162,7 @@ struct ServiceGroupTests {
         let clock = TestClock()
         let group = ServiceGroup(
             services: [MockService(name: "store", journal: journal), Hangs(journal: journal)],
-            maximumGracefulShutdownDuration: .seconds(30), clock: clock)
+            maximumGracefulShutdownDuration: .seconds(30), clock: clock, logger: Logger(label: "test"))
         let run = Task { await runThenShutDown(group) }
         // The deadline's timer sleeps on the test clock: move it past 30 s until the drain ends.
         var error: (any Error)?
@@ -175,14 +181,15 @@ struct ServiceGroupTests {
         let journal = Journal()
         let group = ServiceGroup(
             services: [MockService(name: "a", journal: journal), MockService(name: "b", journal: journal)],
-            maximumGracefulShutdownDuration: .seconds(60))
+            maximumGracefulShutdownDuration: .seconds(60), logger: Logger(label: "test"))
         #expect(await runThenShutDown(group) == nil)
         #expect(journal.entries.suffix(2) == ["stop b", "stop a"])
     }
 
     @Test func cancellationStopsEveryServiceAtOnce() async throws {
         let journal = Journal()
-        let group = ServiceGroup(services: ["a", "b"].map { MockService(name: $0, journal: journal) })
+        let group = ServiceGroup(
+            services: ["a", "b"].map { MockService(name: $0, journal: journal) }, logger: Logger(label: "test"))
         let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
         let task = Task { try await group.run { startedContinuation.yield() } }
         for await _ in started { break }

@@ -20,23 +20,22 @@ struct PictureWindowTests {
         let f = Fixture()
         defer { f.cleanup() }
         let store = try f.store()
-        let m = f.model()
-        let controller = StoreFollower(store: store, model: m, cache: nil, clock: f.clock)
-        #expect(await m.drinks(datedIn: window(f)) == nil)
+        let model = f.service(store)
+        #expect(await model.current.drinks(datedIn: window(f)) == nil)
         var early = f.drink(-35 * 3600)
         let gone = f.drink(-20 * 3600)
         _ = try await store.save([f.drink(-37 * 3600), early, gone, f.drink(-60)])
-        try await controller.load()
+        try await model.load()
         early.mgCaffeine = 40
         early.version = 2
         _ = try await store.save([early, f.drink(-30)])
         _ = try await store.delete([Deletion(uuid: gone.uuid)])
-        try await controller.loadNewData()
-        let held = try #require(await m.drinks(datedIn: window(f)))
+        try await model.loadNewData()
+        let held = try #require(await model.current.drinks(datedIn: window(f)))
         #expect(held == (try await store.drinks(datedIn: window(f))))
         #expect(held.count == 3 && held.first == early)
         // A window reaching before what the model holds is the store's to answer.
-        #expect(await m.drinks(datedIn: (f.clock.now() - 40 * 3600)...f.clock.now()) == nil)
+        #expect(await model.current.drinks(datedIn: (f.clock.now() - 40 * 3600)...f.clock.now()) == nil)
         await store.close()
     }
 
@@ -49,22 +48,22 @@ struct PictureWindowTests {
         let store = try f.store()
         let a = f.drink(-3600)
         _ = try await store.save([a])
-        let cache = ModelCache(url: f.cacheURL)
+        let cache = f.cache()
         #expect(await cache.save(.init(anchor: 1, drinks: [a])))  // no completeSince: an older build's file
-        let m = f.model(cache: cache)
-        try await StoreFollower(store: store, model: m, cache: cache, clock: f.clock).load()
-        #expect(await m.anchor == 1)
-        #expect(await m.drinks(datedIn: window(f)) == nil)
+        let model = f.service(store, cache: cache)
+        try await model.load()
+        #expect(await model.anchor == 1)
+        #expect(await model.current.drinks(datedIn: window(f)) == nil)
         f.clock.advance(by: 10 * 3600)
-        #expect(await m.drinks(datedIn: window(f)) == [a])
+        #expect(await model.current.drinks(datedIn: window(f)) == [a])
         // What this model writes says since when it is complete.
-        cache.schedule(from: m)
+        cache.push(await model.current.cacheContents)
         await cache.flush()
-        let saved = try #require(await ModelCache(url: f.cacheURL).load())
+        let saved = try #require(await f.cache().load())
         #expect(saved.completeSince == f.clock.now() - 36 * 3600)
-        let later = f.model()
-        try await StoreFollower(store: store, model: later, cache: ModelCache(url: f.cacheURL), clock: f.clock).load()
-        #expect(await later.drinks(datedIn: window(f)) == [a])
+        let later = f.service(store, cache: f.cache())
+        try await later.load()
+        #expect(await later.current.drinks(datedIn: window(f)) == [a])
         await store.close()
     }
 }

@@ -1,4 +1,5 @@
 import CoffeeDomain
+import CoffeeLogging
 import CoffeeModel
 import Foundation
 @_spi(Testing) import HealthStore
@@ -72,22 +73,22 @@ struct CommitOrderTests {
     struct Setup {
         let dir: URL
         let store: HealthStore
-        let model: CoffeeData
+        let model: ModelService
         let handler: QueryHandler
         let announced: Announcements
 
         init() async throws {
             dir = FileManager.default.temporaryDirectory.appendingPathComponent("ct-commit-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-            store = try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path))
-            model = CoffeeData(
-                model: CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!), clock: SystemClock(), cache: nil)
-            let controller = StoreFollower(store: store, model: model, cache: nil, clock: SystemClock())
-            try await controller.load()
-            await store.observeCommits { [model] in model.arrive($0) }
+            store = try HealthStore(
+                configuration: .init(path: dir.appendingPathComponent("s.sqlite").path), logger: Logger(label: "test"))
+            model = ModelService(
+                store: store, cache: nil, caffeine: CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!),
+                clock: SystemClock(), logger: Logger(label: "test"), publish: { _ in })
+            try await model.start()  // loads, and follows the store's commits
             handler = QueryHandler(
-                store: store, model: model, controller: controller, validator: DrinkValidator(), counters: ServiceCounters(),
-                clock: SystemClock())
+                store: store, model: model, validator: DrinkValidator(), counters: ServiceCounters(),
+                clock: SystemClock(), logger: Logger(label: "test"))
             announced = await Announcements(store)
         }
 
@@ -252,7 +253,8 @@ struct CommitOrderTests {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ct-drain-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path))
+        let store = try HealthStore(
+            configuration: .init(path: dir.appendingPathComponent("s.sqlite").path), logger: Logger(label: "test"))
         let counters = ServiceCounters()
         let context = ZMQContext()
         var configuration = IngestEndpoint.Configuration()
@@ -260,7 +262,7 @@ struct CommitOrderTests {
         let ingest = try IngestEndpoint(
             configuration: configuration, context: context, store: store.submissions, decoder: BatchDecoder(),
             deadLetters: DeadLetterFile(path: dir.appendingPathComponent("rejected.jsonl").path), counters: counters,
-            clock: SystemClock())
+            clock: SystemClock(), logger: Logger(label: "test"))
         try await ingest.start()
         let gate = CommitGate()
         await gate.install(on: store)

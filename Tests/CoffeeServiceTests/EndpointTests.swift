@@ -1,5 +1,6 @@
 import CoffeeDomain
 import CoffeeLifecycle
+import CoffeeLogging
 import CoffeeModel
 import Foundation
 import HealthStore
@@ -27,20 +28,20 @@ struct EndpointTests {
         init() throws {
             dir = FileManager.default.temporaryDirectory.appendingPathComponent("ct-ep-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-            store = try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path))
+            store = try HealthStore(
+                configuration: .init(path: dir.appendingPathComponent("s.sqlite").path), logger: Logger(label: "test"))
         }
 
         func socket(_ name: String) -> String { "ipc://\(dir.path)/\(name).sock" }
 
         func handler() async throws -> QueryHandler {
-            let model = CoffeeData(
-                model: CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!), clock: SystemClock(),
-                cache: nil)
-            let controller = StoreFollower(store: store, model: model, cache: nil, clock: SystemClock())
-            try await controller.load()
+            let model = ModelService(
+                store: store, cache: nil, caffeine: CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!),
+                clock: SystemClock(), logger: Logger(label: "test"), publish: { _ in })
+            try await model.start()  // loads, and follows the store's commits
             return QueryHandler(
-                store: store, model: model, controller: controller, validator: DrinkValidator(), counters: counters,
-                clock: SystemClock(), maxMessageBytes: 1000)
+                store: store, model: model, validator: DrinkValidator(), counters: counters,
+                clock: SystemClock(), maxMessageBytes: 1000, logger: Logger(label: "test"))
         }
 
         /// Starts `service`, runs `body`, then shuts it down and waits for its drain.
@@ -83,7 +84,8 @@ struct EndpointTests {
         var configuration = QueryEndpoint.Configuration()
         configuration.bind = [rig.socket("query")]
         configuration.maxMessageBytes = 1000
-        let endpoint = try QueryEndpoint(configuration: configuration, context: rig.context, handler: try await rig.handler())
+        let endpoint = try QueryEndpoint(
+            configuration: configuration, context: rig.context, handler: try await rig.handler(), logger: Logger(label: "test"))
         let address = configuration.bind[0]
         try await rig.running(endpoint) {
             #expect(endpoint.boundEndpoints == configuration.bind)
@@ -122,7 +124,8 @@ struct EndpointTests {
         configuration.bind = [rig.socket("updates")]
         configuration.heartbeatInterval = .milliseconds(50)
         let broadcaster = try Broadcaster(
-            configuration: configuration, context: rig.context, store: rig.store, counters: rig.counters)
+            configuration: configuration, context: rig.context, store: rig.store, counters: rig.counters,
+            logger: Logger(label: "test"))
         try await rig.running(broadcaster) {
             // One socket used by one thread at a time, handed over with the
             // memory barriers of thread start and continuation (as libzmq allows).
@@ -168,7 +171,8 @@ struct EndpointTests {
         configuration.bind = [rig.socket("updates")]
         configuration.heartbeatInterval = .milliseconds(50)
         let broadcaster = try Broadcaster(
-            configuration: configuration, context: rig.context, store: rig.store, counters: rig.counters)
+            configuration: configuration, context: rig.context, store: rig.store, counters: rig.counters,
+            logger: Logger(label: "test"))
         try await rig.running(broadcaster) {
             final class Held: @unchecked Sendable {
                 let socket: ZMQSocket
@@ -227,7 +231,7 @@ struct EndpointTests {
         let rig = try Rig()
         var configuration = HTTPEndpoint.Configuration()
         configuration.bind = "127.0.0.1:0"
-        let endpoint = try HTTPEndpoint(configuration: configuration) { request in
+        let endpoint = try HTTPEndpoint(configuration: configuration, logger: Logger(label: "test")) { request in
             request.path == "/hello"
                 ? HTTPResponse(status: 200, body: "\(request.method) hello \(request.query["n"] ?? "")\n")
                 : HTTPResponse(status: 404, body: "no\n")

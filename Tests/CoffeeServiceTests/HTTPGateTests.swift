@@ -1,3 +1,4 @@
+import CoffeeLogging
 import Foundation
 import Testing
 
@@ -12,14 +13,15 @@ struct HTTPGateTests {
 
     /// Without tokens the JSON API is this machine's; the page follows the bind rule, as in v3.
     @Test func withoutTokensTheJSONAPIAnswersLoopbackPeersOnly() {
-        let gate = HTTPGate(configuration: .init(), counters: ServiceCounters())
+        let gate = HTTPGate(configuration: .init(), counters: ServiceCounters(), logger: Logger(label: "test"))
         #expect(admitted(gate, HTTPRequest(method: "GET", target: "/api/v1/ping", peer: "127.0.0.1")))
         #expect(admitted(gate, HTTPRequest(method: "GET", target: "/api/v1/ping", peer: "::1")))
         #expect(!admitted(gate, HTTPRequest(method: "GET", target: "/api/v1/ping", peer: "192.0.2.7")))
         #expect(!admitted(gate, HTTPRequest(method: "POST", target: "/api/v1/drinks", peer: "192.0.2.7")))
         #expect(admitted(gate, HTTPRequest(method: "GET", target: "/model.svg", peer: "192.0.2.7")))
         // Behind a trusted proxy the client is the one it forwarded for.
-        let proxied = HTTPGate(configuration: .init(trustedProxies: ["127.0.0.1"]), counters: ServiceCounters())
+        let proxied = HTTPGate(
+            configuration: .init(trustedProxies: ["127.0.0.1"]), counters: ServiceCounters(), logger: Logger(label: "test"))
         let forwarded = HTTPRequest(
             method: "GET", target: "/api/v1/ping", headers: ["x-forwarded-for": "203.0.113.4, 192.0.2.7"], peer: "127.0.0.1")
         #expect(!admitted(proxied, forwarded))

@@ -1,4 +1,5 @@
 import CoffeeDomain
+import CoffeeLogging
 import Foundation
 import HealthStore
 import Synchronization
@@ -89,7 +90,8 @@ struct InboxTests {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ct-order-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path))
+        let store = try HealthStore(
+            configuration: .init(path: dir.appendingPathComponent("s.sqlite").path), logger: Logger(label: "test"))
         let id = UUID()
         let text = [
             #"{"uuid":"\#(id)","mgCaffeine":5,"date":"2026-11-29T08:00:00Z"}"#,
@@ -142,13 +144,14 @@ struct InboxTests {
     static func importer(in dir: URL, settleTime: TimeInterval) async throws -> (URL, HealthStore, InboxImporter) {
         let inbox = dir.appendingPathComponent("inbox")
         try FileManager.default.createDirectory(at: inbox, withIntermediateDirectories: true)
-        let store = try HealthStore(configuration: .init(path: dir.appendingPathComponent("s.sqlite").path))
+        let store = try HealthStore(
+            configuration: .init(path: dir.appendingPathComponent("s.sqlite").path), logger: Logger(label: "test"))
         var configuration = InboxImporter.Configuration(inbox: inbox)
         configuration.maxFileBytes = 1 << 20
         configuration.settleTime = settleTime
         let importer = InboxImporter(
             configuration: configuration, parser: InboxFileParser(decoder: BatchDecoder()), store: store,
-            counters: ServiceCounters(), clock: SystemClock())
+            counters: ServiceCounters(), clock: SystemClock(), logger: Logger(label: "test"))
         try await importer.prepare()
         return (inbox, store, importer)
     }
@@ -192,7 +195,7 @@ struct InboxTests {
         defer { close(ends[1]) }
         let watcher = InboxWatcher(readingFrom: ends[0])
         let (stream, continuation) = AsyncStream.makeStream(of: [InboxEvent].self)
-        try watcher.start { continuation.yield($0) }
+        try watcher.start(logger: Logger(label: "test")) { continuation.yield($0) }
         let record = InboxWatcher.record(mask: UInt32(IN_Q_OVERFLOW))
         #expect(record.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) } == record.count)
         let events = try #require(await first(of: stream, within: .seconds(10)), "the overflow record raised no event")

@@ -1,3 +1,4 @@
+import CoffeeLogging
 import Foundation
 import Synchronization
 import Testing
@@ -39,7 +40,7 @@ struct MemoryReclaimerTests {
 
     @Test func trimsAfterGrowthAndOnlyThen() async throws {
         let fake = FakeAllocator()
-        let reclaimer = MemoryReclaimer(allocator: fake.allocator, growthBeforeTrim: 8 << 20)
+        let reclaimer = MemoryReclaimer(allocator: fake.allocator, growthBeforeTrim: 8 << 20, logger: Logger(label: "test"))
         try await reclaimer.start()
         #expect(fake.state.withLock { $0.fixed })
         reclaimer.reclaimIfGrown()
@@ -58,7 +59,7 @@ struct MemoryReclaimerTests {
     /// back raises the floor; freeing it later is trimmed again.
     @Test func memoryInUseRaisesTheFloor() async throws {
         let fake = FakeAllocator()
-        let reclaimer = MemoryReclaimer(allocator: fake.allocator, growthBeforeTrim: 8 << 20)
+        let reclaimer = MemoryReclaimer(allocator: fake.allocator, growthBeforeTrim: 8 << 20, logger: Logger(label: "test"))
         try await reclaimer.start()
         fake.set(inUse: 200 << 20)  // a large model, say
         reclaimer.reclaimIfGrown()
@@ -73,7 +74,7 @@ struct MemoryReclaimerTests {
     /// A trim in the middle of a burst does not hide the memory freed after it.
     @Test func aTrimDuringABurstKeepsTheLowerFloor() async throws {
         let fake = FakeAllocator()
-        let reclaimer = MemoryReclaimer(allocator: fake.allocator, growthBeforeTrim: 8 << 20)
+        let reclaimer = MemoryReclaimer(allocator: fake.allocator, growthBeforeTrim: 8 << 20, logger: Logger(label: "test"))
         try await reclaimer.start()
         fake.set(inUse: 70 << 20, free: 40 << 20)  // mid-burst: much in use, some freed
         reclaimer.reclaimIfGrown()

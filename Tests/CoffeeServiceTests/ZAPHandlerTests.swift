@@ -1,3 +1,4 @@
+import CoffeeLogging
 import Foundation
 import Testing
 import ZeroMQ
@@ -18,7 +19,8 @@ struct ZAPHandlerTests {
             .write(to: dir.appendingPathComponent("reader.key"), atomically: true, encoding: .utf8)
         let counters = ServiceCounters()
         let zap = try ZAPHandler(
-            context: ZMQContext(), registry: try ClientRegistry(directory: dir.path), counters: counters)
+            context: ZMQContext(), registry: try ClientRegistry(directory: dir.path), counters: counters,
+            logger: Logger(label: "test"))
         return (zap, kitchen, reader, counters, dir)
     }
 

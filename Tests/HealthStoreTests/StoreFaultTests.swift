@@ -1,4 +1,5 @@
 import CoffeeDomain
+import CoffeeLogging
 import Foundation
 import SQLite
 import Synchronization
@@ -13,7 +14,7 @@ struct StoreFaultTests {
     func openFaultStore(_ dir: TemporaryDirectory) throws -> HealthStore {
         var configuration = HealthStore.Configuration(path: dir.storePath, clock: ManualClock(t0))
         configuration.faultRetryInterval = .milliseconds(20)
-        return try HealthStore(configuration: configuration)
+        return try HealthStore(configuration: configuration, logger: Logger(label: "test"))
     }
 
     /// What a bus batch's completion was told, once it is told.

@@ -1,4 +1,5 @@
 import CoffeeDomain
+import CoffeeLogging
 import Foundation
 import Synchronization
 
@@ -24,7 +25,8 @@ func drink(_ uuid: UUID = UUID(), mg: Double = 96, at offset: TimeInterval = 0, 
 }
 
 func openStore(_ dir: TemporaryDirectory, clock: any WallClock = ManualClock(t0)) throws -> HealthStore {
-    try HealthStore(configuration: .init(path: dir.storePath, tombstoneRetention: 30 * 86_400, clock: clock))
+    try HealthStore(
+        configuration: .init(path: dir.storePath, tombstoneRetention: 30 * 86_400, clock: clock), logger: Logger(label: "test"))
 }
 
 /// Every commit a store announces through `observeCommits`, in order.

@@ -155,6 +155,15 @@ def test_a_standby_refuses_writes_tells_its_lag_and_serves_its_own_feed(pair):
     live, _, _, _ = primary.all_changes()
     assert set(state.drinks) == {d["uuid"] for d in live}
 
+    # Every part's logger comes from the composition root's: the standby's
+    # role is on the lines of its model, its follower and its service, and
+    # on none of the primary's.
+    lines = standby.log_path.read_text().splitlines()
+    for label in ("model", "standby", "service"):
+        mine = [line for line in lines if f" {label}: " in line]
+        assert mine and all("role=standby" in line for line in mine), (label, mine)
+    assert "role=" not in primary.log_path.read_text()
+
 
 def test_a_standby_behind_the_primarys_purge_takes_its_whole_state(folder):
     primary = primary_service(folder, {"store": {"tombstoneRetentionDays": 1 / 86_400}}).start()

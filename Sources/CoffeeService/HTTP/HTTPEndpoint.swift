@@ -52,7 +52,7 @@ public final class HTTPEndpoint: Service {
     private let bound = Mutex<String?>(nil)
     private let logger: Logger
 
-    public init(configuration: Configuration, route: @escaping Route, logger: Logger = Logger(label: "http")) throws {
+    public init(configuration: Configuration, logger: Logger, route: @escaping Route) throws {
         self.logger = logger
         self.configuration = configuration
         context = ServerContext(route: route, logger: logger)

@@ -35,7 +35,7 @@ final class HTTPGate: Sendable {
         var unlogged = 0
     }
 
-    init(configuration: Configuration, counters: ServiceCounters, logger: Logger = Logger(label: "http")) {
+    init(configuration: Configuration, counters: ServiceCounters, logger: Logger) {
         self.configuration = configuration
         self.counters = counters
         self.logger = logger

@@ -54,7 +54,7 @@ public actor InboxImporter {
 
     public init(
         configuration: Configuration, parser: InboxFileParser, store: HealthStore, counters: ServiceCounters,
-        clock: any WallClock, logger: Logger = Logger(label: "inbox")
+        clock: any WallClock, logger: Logger
     ) {
         self.logger = logger
         self.configuration = configuration

@@ -28,7 +28,7 @@ public final class InboxService: Service {
 
     public init(
         importer: InboxImporter, sweepInterval: Duration = defaultSweepInterval, clock: any Clock<Duration> = ContinuousClock(),
-        logger: Logger = Logger(label: "inbox")
+        logger: Logger
     ) {
         self.logger = logger
         self.importer = importer
@@ -56,7 +56,7 @@ public final class InboxService: Service {
         let directory = importer.inbox.path
         let logger = self.logger
         let (events, continuation) = AsyncStream.makeStream(of: [InboxEvent].self)
-        try watcher.start { batch in
+        try watcher.start(logger: logger) { batch in
             continuation.yield(batch)
             if batch.contains(.folderGone) {
                 do {

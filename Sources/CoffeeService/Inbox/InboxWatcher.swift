@@ -83,7 +83,7 @@ public final class InboxWatcher: Sendable {
     /// Starts delivering events to `handler`, on the watcher's queue.
     ///
     /// - Throws: `SystemCallError` when the descriptor cannot be made non-blocking.
-    public func start(_ handler: @escaping @Sendable ([InboxEvent]) -> Void) throws(SystemCallError) {
+    public func start(logger: Logger, _ handler: @escaping @Sendable ([InboxEvent]) -> Void) throws(SystemCallError) {
         try Syscall.addStatusFlags(fd, O_NONBLOCK)
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
         let fd = self.fd
@@ -96,7 +96,7 @@ public final class InboxWatcher: Sendable {
                 }
             } catch {
                 // The descriptor is broken: events may have been lost, so look at everything.
-                Logger(label: "inbox").error("cannot read inbox events; rescanning", metadata: ["error": "\(error)"])
+                logger.error("cannot read inbox events; rescanning", metadata: ["error": "\(error)"])
                 events.append(.rescan)
             }
             if !events.isEmpty { handler(events) }

@@ -73,7 +73,7 @@ public final class IngestEndpoint: Service {
     public init(
         configuration: Configuration, context: ZMQContext, store: Submissions, decoder: BatchDecoder,
         deadLetters: DeadLetterFile, counters: ServiceCounters, clock: any WallClock, registry: ClientRegistry? = nil,
-        logger: Logger = Logger(label: "ingest")
+        logger: Logger
     ) throws {
         self.logger = logger
         self.registry = registry

@@ -17,22 +17,35 @@ extension CoffeeTrackerService {
         let c = configuration
         let context = ZMQContext()
         let validator = DrinkValidator(limits: c.drinkLimits)
-        let cache = ModelCache(url: URL(fileURLWithPath: c.modelCachePath))
-        let model = CoffeeData(model: c.caffeineModel, clock: clock, cache: cache)
-        let store = try HealthStore(configuration: c.storeConfiguration(clock: clock))
-        let controller = StoreFollower(store: store, model: model, cache: cache, clock: clock)
+        // Every part's logger comes from the service's (`Logger.part`), with what it says on every line.
+        let cache = ModelCache(url: URL(fileURLWithPath: c.modelCachePath), logger: logger.part("model-cache"))
+        let store = try HealthStore(configuration: c.storeConfiguration(clock: clock), logger: logger.part("store"))
         do {
             let broadcaster = try Broadcaster(
                 configuration: c.broadcasterConfiguration(curve: security.server("updates")), context: context, store: store,
-                counters: counters)
+                counters: counters, logger: logger.part("updates"))
             // A standby takes no bus events and no inbox files: its follower of the primary stands in their place.
-            let standby = try c.follow.map { try StandbyService(follow: $0, store: store) }
+            let standby = try c.follow.map { try StandbyService(follow: $0, store: store, logger: logger.part("standby")) }
+            let partsBox = PartsBox()
+            // Each model goes to the bus's subscribers and to the page's event streams.
+            let model = ModelService(
+                store: store, cache: cache, caffeine: c.caffeineModel, clock: clock,
+                configuration: c.modelServiceConfiguration, logger: logger.part("model"),
+                publish: { snapshot in
+                    let body = Data(WireFormat.modelMessage(snapshot))
+                    broadcaster.publish("model", encoded: body)
+                    // The parts are all made before the model's first round (the group's start).
+                    if let http = partsBox.parts?.http, http.hasEventStreams {
+                        http.publish(event: HTTPResponse.event("model", json: body))
+                    }
+                })
             let handler = QueryHandler(
-                store: store, model: model, controller: controller, validator: validator, counters: counters, clock: clock,
+                store: store, model: model, validator: validator, counters: counters, clock: clock,
                 maxMessageBytes: c.limits.maxMessageBytes, registry: security.registry, backupDirectory: c.backupPath,
-                following: standby?.status)
+                following: standby?.status, logger: logger.part("query"))
             let query = try QueryEndpoint(
-                configuration: c.queryConfiguration(curve: security.server("query")), context: context, handler: handler)
+                configuration: c.queryConfiguration(curve: security.server("query")), context: context, handler: handler,
+                logger: logger.part("query"))
             let ingest =
                 try standby != nil
                 ? nil
@@ -40,7 +53,7 @@ extension CoffeeTrackerService {
                     configuration: c.ingestConfiguration(curve: security.server("ingest"), keys: security.keys),
                     context: context, store: store.submissions, decoder: BatchDecoder(validator: validator),
                     deadLetters: DeadLetterFile(path: c.deadLetterPath), counters: counters, clock: clock,
-                    registry: security.registry)
+                    registry: security.registry, logger: logger.part("ingest"))
             let inbox =
                 standby != nil
                 ? nil
@@ -48,18 +61,20 @@ extension CoffeeTrackerService {
                     importer: InboxImporter(
                         configuration: c.importerConfiguration,
                         parser: InboxFileParser(decoder: BatchDecoder(validator: validator)), store: store, counters: counters,
-                        clock: clock), sweepInterval: c.inboxSweepInterval)
+                        clock: clock, logger: logger.part("inbox")), sweepInterval: c.inboxSweepInterval,
+                    logger: logger.part("inbox"))
 
-            let zap = try security.registry.map { try ZAPHandler(context: context, registry: $0, counters: counters) }
-            let partsBox = PartsBox()
-            let pictures = ModelPictures(store: store, model: model, follower: controller, chart: c.chart, clock: clock)
+            let zap = try security.registry.map {
+                try ZAPHandler(context: context, registry: $0, counters: counters, logger: logger.part("security"))
+            }
+            let pictures = ModelPictures(store: store, model: model, chart: c.chart, clock: clock)
             let gate = HTTPGate(
                 configuration: .init(
                     tokens: security.tokens, trustedProxies: Set(c.http.trustedProxies), tls: c.http.tls != nil,
-                    lockout: .milliseconds(Int64(c.http.lockoutS * 1000))), counters: counters)
+                    lockout: .milliseconds(Int64(c.http.lockoutS * 1000))), counters: counters, logger: logger.part("http"))
             let http = try c.httpConfiguration.map { httpConfiguration in
                 let api = APIRoutes(handler: handler)
-                return try HTTPEndpoint(configuration: httpConfiguration) { request in
+                return try HTTPEndpoint(configuration: httpConfiguration, logger: logger.part("http")) { request in
                     let token: String?
                     switch gate.admit(request) {
                     case .refused(let refusal): return refusal
@@ -76,14 +91,6 @@ extension CoffeeTrackerService {
                     ).answer(request)
                 }
             }
-            // Each model goes to the bus's subscribers and to the page's event streams.
-            let modelService = ModelService(
-                store: store, model: model, controller: controller, configuration: c.modelServiceConfiguration,
-                publish: { snapshot in
-                    let body = Data(WireFormat.modelMessage(snapshot))
-                    broadcaster.publish("model", encoded: body)
-                    if let http, http.hasEventStreams { http.publish(event: HTTPResponse.event("model", json: body)) }
-                })
             var probes: [OperationsService.Probe] = [
                 ("store", { await store.answers(within: .seconds(1)) }),
                 ("updates", { await broadcaster.answers(within: .seconds(1)) }),
@@ -91,14 +98,14 @@ extension CoffeeTrackerService {
             ]
             if let ingest { probes.append(("ingest", { await ingest.answers(within: .seconds(1)) })) }
             if let zap { probes.append(("zap", { await zap.answers(within: .seconds(1)) })) }
-            let operations = OperationsService(notifier: notifier, probes: probes) {
+            let operations = OperationsService(notifier: notifier, probes: probes, logger: logger.part("systemd")) {
                 guard let parts = partsBox.parts else { return "starting" }
                 return await self.status(parts)
             }
             let parts = Parts(
-                store: store, cache: cache, zap: zap, broadcaster: broadcaster, model: model, modelService: modelService,
+                store: store, cache: cache, zap: zap, broadcaster: broadcaster, model: model,
                 query: query, ingest: ingest, inbox: inbox, standby: standby, http: http, operations: operations,
-                serverKey: security.keys?.publicKey)
+                serverKey: security.keys?.publicKey, memory: MemoryReclaimer(logger: logger.part("memory")))
             partsBox.set(parts)
             return parts
         }
@@ -111,8 +118,8 @@ extension CoffeeTrackerService {
         /// The ZAP handler, under `security.curve`: up before any endpoint binds.
         let zap: ZAPHandler?
         let broadcaster: Broadcaster
-        let model: CoffeeData
-        let modelService: ModelService
+        /// The model's one owner: follows the store, publishes, pushes to the cache.
+        let model: ModelService
         let query: QueryEndpoint
         /// A primary's inputs; nil on a standby.
         let ingest: IngestEndpoint?
@@ -127,7 +134,7 @@ extension CoffeeTrackerService {
         let serverKey: String?
         /// Gives memory back after bursts of large input; first, so that
         /// its allocator settings hold for every part.
-        let memory = MemoryReclaimer()
+        let memory: MemoryReclaimer
 
         /// Monitoring starts right after the store, so that `/healthz` and
         /// `/readyz` answer while the rest starts and drains; the watchdog
@@ -137,7 +144,7 @@ extension CoffeeTrackerService {
             if let http { services.append(http) }
             services.append(cache)
             if let zap { services.append(zap) }
-            services += [broadcaster, modelService, query] as [any Service]
+            services += [broadcaster, model, query] as [any Service]
             // Inputs: a primary's bus and inbox, or a standby's follower of its primary.
             if let standby { services.append(standby) }
             if let ingest { services.append(ingest) }

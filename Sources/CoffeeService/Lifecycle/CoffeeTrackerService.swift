@@ -30,15 +30,17 @@ public final class CoffeeTrackerService: Sendable {
     /// Starting, ready, draining: what `/readyz` and systemd are told.
     let phase = ServicePhase()
 
+    /// - Parameter logger: the composition root's: each part gets its own
+    ///   from it (`Logger.part`), with its metadata (a standby's `role`).
     public init(
         configuration: ServiceConfiguration, configurationPath: String? = nil, clock: any WallClock = SystemClock(),
-        notifier: SystemdNotifier = SystemdNotifier(), logger: Logger = Logger(label: "service")
+        notifier: SystemdNotifier? = nil, logger: Logger
     ) {
         self.logger = logger
         self.configuration = configuration
         self.configurationPath = configurationPath
         self.clock = clock
-        self.notifier = notifier
+        self.notifier = notifier ?? SystemdNotifier(logger: logger.part("systemd"))
     }
 
     /// A start-up failure, with what to do about it.
@@ -88,7 +90,8 @@ public final class CoffeeTrackerService: Sendable {
         let parts = try makeParts(security)
         // Under the unit's TimeoutStopSec (60 s): a drain that hangs is
         // cancelled, and the service exits saying so, before systemd kills it.
-        let group = ServiceGroup(services: parts.services, maximumGracefulShutdownDuration: .seconds(50))
+        let group = ServiceGroup(
+            services: parts.services, maximumGracefulShutdownDuration: .seconds(50), logger: logger.part("lifecycle"))
         let signals = Task {
             // SIGHUP reloads; SIGINT, SIGTERM (or the stream's end) drain.
             var last: Int32?
@@ -97,7 +100,7 @@ public final class CoffeeTrackerService: Sendable {
                 if signal == SIGHUP {
                     ConfigurationReload(
                         running: configuration, path: configurationPath, registry: security.registry,
-                        tokens: security.tokens, http: parts.http, notifier: notifier
+                        tokens: security.tokens, http: parts.http, notifier: notifier, logger: logger
                     ).reload()
                     continue
                 }

@@ -18,7 +18,7 @@ struct ConfigurationReload {
 
     init(
         running: ServiceConfiguration, path: String?, registry: ClientRegistry?, tokens: TokenRegistry?, http: HTTPEndpoint?,
-        notifier: SystemdNotifier, logger: Logger = Logger(label: "service")
+        notifier: SystemdNotifier, logger: Logger
     ) {
         self.tokens = tokens
         self.http = http

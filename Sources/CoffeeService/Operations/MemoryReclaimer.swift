@@ -67,7 +67,7 @@ public final class MemoryReclaimer: Service {
 
     public init(
         allocator: Allocator = .glibc, interval: Duration = .seconds(5), growthBeforeTrim: Int = 8 << 20,
-        clock: any Clock<Duration> = ContinuousClock(), logger: Logger = Logger(label: "memory")
+        clock: any Clock<Duration> = ContinuousClock(), logger: Logger
     ) {
         self.logger = logger
         self.allocator = allocator

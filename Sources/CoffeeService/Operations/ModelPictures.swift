@@ -11,8 +11,7 @@ import HealthStore
 /// `ModelService`'s publishing).
 struct ModelPictures: Sendable {
     let store: HealthStore
-    let model: CoffeeData
-    let follower: StoreFollower
+    let model: ModelService
     let chart: CaffeineChart
     let clock: any WallClock
 
@@ -45,7 +44,6 @@ struct ModelPictures: Sendable {
     /// the request applied), or from the store while the model does not
     /// cover the 36 hours yet (before it has loaded).
     func svg() async -> HTTPResponse {
-        await follower.catchUp()
         let now = clock.now()
         let window = CaffeineChart.window(at: now)
         do {
@@ -64,7 +62,6 @@ struct ModelPictures: Sendable {
 
     /// An event stream that starts with the current model.
     func events() async -> HTTPResponse {
-        await follower.catchUp()
         var body = "retry: 2000\n\n"
         if let snapshot = await model.snapshot() { body += Self.modelEvent(snapshot) }
         return HTTPResponse(status: 200, contentType: "text/event-stream", body: body, streams: true)

@@ -25,8 +25,8 @@ public final class OperationsService: Service {
 
     public init(
         notifier: SystemdNotifier, probes: [Probe], statusInterval: Duration = .seconds(5),
-        clock: any Clock<Duration> = ContinuousClock(), status: @escaping @Sendable () async -> String,
-        logger: Logger = Logger(label: "systemd")
+        clock: any Clock<Duration> = ContinuousClock(), logger: Logger,
+        status: @escaping @Sendable () async -> String
     ) {
         self.logger = logger
         self.notifier = notifier

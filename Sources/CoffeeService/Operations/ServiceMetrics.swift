@@ -8,7 +8,7 @@ struct ServiceMetrics: Sendable {
     let counters: ServiceCounters
     let store: HealthStore
     let broadcaster: Broadcaster
-    let model: CoffeeData
+    let model: ModelService
     /// A standby's lag behind its primary (docs/protocol.md §11); nil for a primary.
     var following: FollowStatus?
 
@@ -70,7 +70,7 @@ struct ServiceMetrics: Sendable {
             m.gauge(
                 "coffee_tracker_follow_anchor", "A standby: the primary's anchor, as last heard.", Double(following.followAnchor))
         }
-        let caffeine = await model.snapshot()?.mgCaffeine ?? 0
+        let caffeine = await model.heldSnapshot()?.mgCaffeine ?? 0
         m.gauge("coffee_tracker_caffeine_mg", "Caffeine in the body now, by the model.", caffeine)
         m.counter("process_cpu_seconds_total", "User and system CPU time.", [([], ProcessMetrics.cpuSeconds())])
         m.gauge("process_resident_memory_bytes", "Resident memory.", ProcessMetrics.residentBytes())

@@ -23,7 +23,7 @@ public final class SystemdNotifier: Sendable {
     public let watchdogInterval: Duration?
     private let logger: Logger
 
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = Logger(label: "systemd")) {
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger) {
         self.logger = logger
         socketPath = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
         let forUs = environment["WATCHDOG_PID"].map { Int32($0) == getpid() } ?? true

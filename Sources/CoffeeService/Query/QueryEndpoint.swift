@@ -55,7 +55,7 @@ public final class QueryEndpoint: Service {
     private let incoming: AsyncStream<Request>.Continuation
 
     /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
-    public init(configuration: Configuration, context: ZMQContext, handler: QueryHandler, logger: Logger = Logger(label: "query"))
+    public init(configuration: Configuration, context: ZMQContext, handler: QueryHandler, logger: Logger)
         throws
     {
         self.logger = logger

@@ -11,9 +11,8 @@ public struct QueryHandler: Sendable {
     public static let maxLimit = 10_000
 
     let store: HealthStore
-    let model: CoffeeData
-    /// Brings the model up to date before it is read (nil: read as it is).
-    let controller: StoreFollower?
+    /// The model, brought up to date with every commit before it is read.
+    let model: ModelService
     let validator: DrinkValidator
     let clock: any WallClock
     let counters: ServiceCounters
@@ -52,13 +51,13 @@ public struct QueryHandler: Sendable {
     }
     let logger: Logger
 
-    var caffeine: CaffeineModel { model.model }
+    var caffeine: CaffeineModel { model.caffeine }
 
     public init(
-        store: HealthStore, model: CoffeeData, controller: StoreFollower? = nil, validator: DrinkValidator,
+        store: HealthStore, model: ModelService, validator: DrinkValidator,
         counters: ServiceCounters, clock: any WallClock,
         maxMessageBytes: Int = IngestEndpoint.Configuration.defaultMaxMessageBytes, registry: ClientRegistry? = nil,
-        backupDirectory: String? = nil, following: FollowStatus? = nil, logger: Logger = Logger(label: "query")
+        backupDirectory: String? = nil, following: FollowStatus? = nil, logger: Logger
     ) {
         self.following = following
         self.backupDirectory = backupDirectory
@@ -66,7 +65,6 @@ public struct QueryHandler: Sendable {
         self.registry = registry
         self.store = store
         self.model = model
-        self.controller = controller
         self.validator = validator
         self.clock = clock
         self.counters = counters
@@ -199,8 +197,7 @@ public struct QueryHandler: Sendable {
             }
         }
         let snapshot: ModelSnapshot
-        await controller?.catchUp()  // every commit made before this request
-        if let held = await model.snapshot(at: at) {
+        if let held = await model.snapshot(at: at) {  // after every commit made before this request
             snapshot = held
         } else {
             // A time the held drinks do not cover: ask the store.

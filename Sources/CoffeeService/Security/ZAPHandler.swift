@@ -28,7 +28,7 @@ public final class ZAPHandler: Service {
 
     /// - Throws: `SystemCallError` when the loop's mailbox cannot be made.
     public init(
-        context: ZMQContext, registry: ClientRegistry, counters: ServiceCounters, logger: Logger = Logger(label: "security")
+        context: ZMQContext, registry: ClientRegistry, counters: ServiceCounters, logger: Logger
     ) throws {
         self.logger = logger
         self.context = context

@@ -20,7 +20,7 @@ public final class StandbyService: Service {
     private let store: HealthStore
     private let logger: Logger
 
-    public init(follow: ServiceConfiguration.Follow, store: HealthStore, logger: Logger = Logger(label: "standby")) throws {
+    public init(follow: ServiceConfiguration.Follow, store: HealthStore, logger: Logger) throws {
         self.follow = follow
         self.store = store
         self.logger = logger

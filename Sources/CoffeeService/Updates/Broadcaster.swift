@@ -51,7 +51,7 @@ public final class Broadcaster: Service {
     /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
     public init(
         configuration: Configuration, context: ZMQContext, store: HealthStore, counters: ServiceCounters,
-        logger: Logger = Logger(label: "updates")
+        logger: Logger
     ) throws {
         self.logger = logger
         self.configuration = configuration

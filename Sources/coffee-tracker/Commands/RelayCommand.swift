@@ -77,12 +77,16 @@ enum RelayCommand {
             configuration.upstreamKeys = (curve.serverKey, curve.keys.publicKey, curve.keys.secretKey)
         }
         let context = ZMQContext()
+        // The relay's composition root: each part's logger comes from this one.
+        let logger = Logger(label: "relay", metadata: ["role": "relay"])
         var services: [any Service] = []
         switch (args["secret-key-file"], args["clients-directory"]) {
         case (let secret?, let clients?):
             let keys = try SecuritySetup.secretKey(secret, option: "--secret-key-file")
             let registry = try ClientRegistry(directory: clients)
-            services.append(try ZAPHandler(context: context, registry: registry, counters: ServiceCounters()))
+            services.append(
+                try ZAPHandler(
+                    context: context, registry: registry, counters: ServiceCounters(), logger: logger.part("security")))
             configuration.downstreamCurve = CurveServerSettings(secretKey: keys.secretKey, domain: "updates")
         case (nil, nil):
             let plaintext = ([from] + binds).filter { $0.hasPrefix("tcp://") && !SecuritySetup.isLoopback($0) }
@@ -95,9 +99,10 @@ enum RelayCommand {
         default:
             throw Arguments.UsageError(description: "--secret-key-file and --clients-directory go together")
         }
-        let relay = try UpdateRelay(configuration: configuration, context: context)
+        let relay = try UpdateRelay(configuration: configuration, context: context, logger: logger)
         services.append(relay)
-        let group = ServiceGroup(services: services, maximumGracefulShutdownDuration: .seconds(20))
+        let group = ServiceGroup(
+            services: services, maximumGracefulShutdownDuration: .seconds(20), logger: logger.part("lifecycle"))
         let signals = SignalStream.make([SIGINT, SIGTERM, SIGUSR1])
         let stop = Task {
             for await signal in signals {
@@ -105,7 +110,7 @@ enum RelayCommand {
                     relay.report()
                     continue
                 }
-                Logger(label: "relay").notice("draining", metadata: ["signal": "\(SignalStream.name(signal))"])
+                logger.notice("draining", metadata: ["signal": "\(SignalStream.name(signal))"])
                 break
             }
             group.triggerGracefulShutdown()
@@ -118,7 +123,7 @@ enum RelayCommand {
                 fflush(nil)
             }
         } catch {
-            Logger(label: "relay").critical("stopped: \(error)")
+            logger.critical("stopped: \(error)")
             return 1
         }
         return 0

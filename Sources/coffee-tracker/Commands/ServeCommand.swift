@@ -50,14 +50,16 @@ enum ServeCommand {
         // Everything the service creates is private to its user (docs/protocol.md §6).
         umask(0o077)
         let signals = SignalStream.make([SIGINT, SIGTERM, SIGHUP, SIGUSR1])
-        let service = CoffeeTrackerService(configuration: configuration, configurationPath: path)
+        // The composition root's logger: every part's lines carry its metadata.
+        let logger = Logger(label: "service", metadata: configuration.follow == nil ? [:] : ["role": "standby"])
+        let service = CoffeeTrackerService(configuration: configuration, configurationPath: path, logger: logger)
         do {
             try await service.run(until: signals)
         } catch let error as CoffeeTrackerService.RunError {
-            Logger(label: "service").critical("stopped: \(error)")
+            logger.critical("stopped: \(error)")
             return 1
         } catch {
-            Logger(label: "service").critical("could not start: \(error)")
+            logger.critical("could not start: \(error)")
             return 1
         }
         return 0

@@ -1,0 +1,87 @@
+import CoffeeDomain
+import CoffeeLogging
+import Foundation
+import HealthStore
+
+/// Following the store: the seed's `HealthKitController`, which ran the
+/// anchored object query and kept its anchor. Here the model loads what
+/// changed since its anchor (moving the anchor only with the drinks it
+/// covers), and applies the commits that arrive, catching up or rebuilding
+/// when they do not follow on.
+extension ModelService {
+    /// Start-up: the cache if it is usable, then catch up with the store.
+    func load() async throws {
+        let storeAnchor = await store.anchor
+        if let saved = await cache?.load(), saved.anchor <= storeAnchor,
+            storeAnchor - saved.anchor <= configuration.replayLimit
+        {
+            // A cache written before it said since when it is complete kept
+            // 26 hours (the retention then) up to a save before now.
+            let completeSince = saved.completeSince ?? wallClock.now() - Self.legacyRetention
+            state.reset(drinks: saved.drinks, anchor: saved.anchor, completeSince: completeSince)
+            do {
+                try await loadNewData()
+                logger.info(
+                    "model loaded from cache", metadata: ["anchor": "\(saved.anchor)", "drinks": "\(saved.drinks.count)"])
+                return
+            } catch let error as StoreError where error.isAnchorExpired {
+                logger.notice("model cache is older than the store's tombstones; rebuilding")
+            }
+        }
+        try await rebuild()
+    }
+
+    /// What a cache written by a build before schema version 3 held.
+    static let legacyRetention: TimeInterval = 26 * 3600
+
+    /// Rebuilds the model from the store's window of recent drinks.
+    func rebuild() async throws {
+        let since = wallClock.now() - CaffeineModel.retention
+        let (drinks, anchor) = try await store.window(datedFrom: since)
+        state.reset(drinks: drinks, anchor: anchor, completeSince: since)
+        cacheBehind = true
+        logger.info("model rebuilt from the store", metadata: ["anchor": "\(anchor)", "drinks": "\(drinks.count)"])
+    }
+
+    /// Applies every change after the model's anchor: the seed's `loadNewDataFromHealthKit`.
+    ///
+    /// The anchor moves only together with the drinks it covers.
+    func loadNewData() async throws {
+        var anchor = state.anchor
+        while true {
+            let page = try await store.changes(since: anchor, limit: 5000)
+            // Another catch-up (a reply's) moved the anchor meanwhile: go on from there.
+            guard state.anchor == anchor else {
+                anchor = state.anchor
+                continue
+            }
+            if state.update(newDrinks: page.added, deletedDrinks: Set(page.deleted.map(\.uuid)), anchor: page.anchor) {
+                cacheBehind = true
+            }
+            anchor = page.anchor
+            if !page.hasMore { break }
+        }
+    }
+
+    /// Applies the commits that have arrived (`arrive`), in order; catches
+    /// up through `changes` (paged) when one does not follow on from the
+    /// model's anchor (the rest of what arrived is dropped: the catch-up
+    /// covers it). A commit too large to carry its changes (an import)
+    /// rebuilds the window instead: reading back a million changes to keep
+    /// the few dated today cost the store's thread more than the import
+    /// itself. Also run before the model is read for a reply, so a reply
+    /// sees every commit made before it.
+    func catchUp() async {
+        let (outcome, changed) = state.apply(takeArrived())
+        if changed { cacheBehind = true }
+        do {
+            switch outcome {
+            case .applied, .alreadyHeld: break
+            case .tooLarge: try await rebuild()
+            case .gap: try await loadNewData()
+            }
+        } catch {
+            logger.error("could not catch up with the store", metadata: ["error": "\(error)"])
+        }
+    }
+}
