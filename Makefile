@@ -4,7 +4,7 @@ CONFIG ?= config/coffee-tracker.json
 APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev libmicrohttpd-dev libgnutls28-dev pkg-config chromium chromium-driver fuse3 openssl caddy nginx-light curl nodejs
 PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client selenium mfusepy pyyaml jinja2
 
-.PHONY: all deps build release run test lint format unit integration pyenv bench bench-deps soak powercut tsan fuzz install clean shipped-check
+.PHONY: all deps build release run test lint format unit integration pyenv bench bench-deps soak powercut tsan fuzz install clean shipped-check failover
 
 all: build
 
@@ -56,6 +56,12 @@ pyenv: deps
 
 integration: build pyenv
 	COFFEE_TRACKER=$(CURDIR)/.build/debug/coffee-tracker $(PYENV)/bin/python -m pytest -q --timeout=300 Tests/integration
+
+## Failover, round after round (Tests/failover/failover.py): kill -9 the primary under steady writes,
+## promote the standby, count what was lost against the standby's lag, rejoin the old primary.
+ROUNDS ?= 100
+failover: build pyenv
+	$(PYENV)/bin/python Tests/failover/failover.py --rounds $(ROUNDS) --binary $(CURDIR)/.build/debug/coffee-tracker
 
 ## The shipped (release) binary carries none of the test hooks (Package.swift's TEST_HOOKS):
 ## their symbols are in the debug build, which the tests run, and not here. Run by .ci/run.

@@ -110,4 +110,7 @@ public struct ModelSnapshot: Sendable, Hashable {
     public var drinksToday: Int
     public var halfLifeHours: Double
     public var timeline: [Point]
+    /// The store's identity (docs/protocol.md §13) whose `anchor` this is;
+    /// nil for a model computed apart from a store.
+    public var identity: StoreIdentity? = nil
 }

@@ -44,7 +44,8 @@ extension WireFormat {
             mgCaffeine: try value.member("mgCaffeine").number(), level: try level("level"),
             cupsToday: try value.member("cupsToday").number(), cupsLevel: try level("cupsLevel"),
             drinksToday: Int(try value.member("drinksToday").integer()),
-            halfLifeHours: try value.member("halfLifeHours").number(), timeline: timeline)
+            halfLifeHours: try value.member("halfLifeHours").number(), timeline: timeline,
+            identity: StoreIdentity.read(value))
     }
 }
 

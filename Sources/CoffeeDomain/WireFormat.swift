@@ -44,17 +44,19 @@ public enum WireFormat {
         out.append(UInt8(ascii: "}"))
     }
 
-    /// A `changes` message (docs/protocol.md §3), as bytes: each drink and
-    /// tombstone with the anchor of its own change (`addedAnchors[i]` is
-    /// `added[i]`'s).
+    /// A `changes` message (docs/protocol.md §3), as bytes: the store's
+    /// identity (§13), then each drink and tombstone with the anchor of its
+    /// own change (`addedAnchors[i]` is `added[i]`'s).
     public static func changesMessage(
-        anchor: Int64, previousAnchor: Int64, added: [Drink], addedAnchors: [Int64], deleted: [Tombstone],
-        deletedAnchors: [Int64]
+        identity: StoreIdentity?, anchor: Int64, previousAnchor: Int64, added: [Drink], addedAnchors: [Int64],
+        deleted: [Tombstone], deletedAnchors: [Int64]
     ) -> [UInt8] {
         precondition(added.count == addedAnchors.count && deleted.count == deletedAnchors.count)
         var out: [UInt8] = []
-        out.reserveCapacity(64 + added.count * 160 + deleted.count * 80)
-        out += #"{"anchor":\#(anchor),"previousAnchor":\#(previousAnchor),"added":["#.utf8
+        out.reserveCapacity(128 + added.count * 160 + deleted.count * 80)
+        out.append(UInt8(ascii: "{"))
+        identity?.write(into: &out)
+        out += #""anchor":\#(anchor),"previousAnchor":\#(previousAnchor),"added":["#.utf8
         for (i, drink) in added.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             write(drink, anchor: addedAnchors[i], into: &out)
@@ -83,8 +85,10 @@ public enum WireFormat {
     /// most of the model's own time. A test holds the two to the same bytes.
     public static func modelMessage(_ model: ModelSnapshot) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(320 + model.timeline.count * 64)
-        out += #"{"anchor":"#.utf8
+        out.reserveCapacity(384 + model.timeline.count * 64)
+        out.append(UInt8(ascii: "{"))
+        model.identity?.write(into: &out)
+        out += #""anchor":"#.utf8
         out += String(model.anchor).utf8
         out += #","at":""#.utf8
         RFC3339.write(model.at, into: &out)
@@ -118,7 +122,7 @@ public enum WireFormat {
 
     /// The model's members, ready to be sent alone or inside a reply.
     public static func members(_ model: ModelSnapshot) -> [(String, JSONValue)] {
-        [
+        (model.identity?.members ?? []) + [
             ("anchor", .int(model.anchor)),
             ("at", .string(RFC3339.string(model.at))),
             ("mgCaffeine", .double(model.mgCaffeine)),

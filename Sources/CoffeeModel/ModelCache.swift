@@ -27,11 +27,24 @@ public actor ModelCache: Service {
         /// The drinks are every live drink dated from here on
         /// (`ModelState.completeSince`); nil in a file written before it was kept.
         public var completeSince: Date?
+        /// The store and epoch the anchor belongs to (docs/protocol.md §13);
+        /// nil in a file written before they were kept. A cache of another
+        /// store or epoch is rebuilt.
+        public var store: UUID?
+        public var epoch: Int64?
 
-        public init(anchor: Int64, drinks: [Drink], completeSince: Date? = nil) {
+        public init(anchor: Int64, drinks: [Drink], completeSince: Date? = nil, identity: StoreIdentity? = nil) {
             self.anchor = anchor
             self.drinks = drinks
             self.completeSince = completeSince
+            self.store = identity?.store
+            self.epoch = identity?.epoch
+        }
+
+        /// The identity it was written under, when it says.
+        public var identity: StoreIdentity? {
+            guard let store, let epoch else { return nil }
+            return StoreIdentity(store: store, epoch: epoch)
         }
     }
 
@@ -80,11 +93,13 @@ public actor ModelCache: Service {
         let index: CaffeineIndex
         let anchor: Int64
         let completeSince: Date?
+        let identity: StoreIdentity?
 
-        public init(index: CaffeineIndex, anchor: Int64, completeSince: Date?) {
+        public init(index: CaffeineIndex, anchor: Int64, completeSince: Date?, identity: StoreIdentity?) {
             self.index = index
             self.anchor = anchor
             self.completeSince = completeSince
+            self.identity = identity
         }
     }
 
@@ -131,7 +146,7 @@ public actor ModelCache: Service {
         save(
             Snapshot(
                 anchor: contents.anchor, drinks: contents.index.drinks.sorted(by: Drink.chronological),
-                completeSince: contents.completeSince))
+                completeSince: contents.completeSince, identity: contents.identity))
         lastCost = clock.now - started
         let wait = max(interval, lastCost * costFactor)
         slot.withLock { $0.notBefore = clock.now + wait }

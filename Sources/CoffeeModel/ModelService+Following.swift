@@ -12,13 +12,22 @@ extension ModelService {
     /// Start-up: the cache if it is usable, then catch up with the store.
     func load() async throws {
         let storeAnchor = await store.anchor
-        if let saved = await cache?.load(), saved.anchor <= storeAnchor,
+        let identity = store.identity
+        var saved = await cache?.load()
+        if let cached = saved, cached.identity != identity {
+            // Another history's anchor means nothing here: a restore raised
+            // the epoch, a standby took another store, or a promotion.
+            logger.notice(
+                "the model cache is of another store or epoch; rebuilding it from the store",
+                metadata: ["cache": "\(cached.identity.map(\.description) ?? "none")", "store": "\(identity)"])
+            saved = nil
+        }
+        // A cache of this store and epoch says since when it is complete (an
+        // older build's file says neither, and is rebuilt above).
+        if let saved, let completeSince = saved.completeSince, saved.anchor <= storeAnchor,
             storeAnchor - saved.anchor <= configuration.replayLimit
         {
-            // A cache written before it said since when it is complete kept
-            // 26 hours (the retention then) up to a save before now.
-            let completeSince = saved.completeSince ?? wallClock.now() - Self.legacyRetention
-            state.reset(drinks: saved.drinks, anchor: saved.anchor, completeSince: completeSince)
+            state.reset(drinks: saved.drinks, anchor: saved.anchor, completeSince: completeSince, identity: identity)
             do {
                 try await loadNewData()
                 logger.info(
@@ -31,14 +40,12 @@ extension ModelService {
         try await rebuild()
     }
 
-    /// What a cache written by a build before schema version 3 held.
-    static let legacyRetention: TimeInterval = 26 * 3600
-
     /// Rebuilds the model from the store's window of recent drinks.
     func rebuild() async throws {
         let since = wallClock.now() - CaffeineModel.retention
+        let identity = store.identity  // read before the window: a change after it rebuilds again
         let (drinks, anchor) = try await store.window(datedFrom: since)
-        state.reset(drinks: drinks, anchor: anchor, completeSince: since)
+        state.reset(drinks: drinks, anchor: anchor, completeSince: since, identity: identity)
         cacheBehind = true
         logger.info("model rebuilt from the store", metadata: ["anchor": "\(anchor)", "drinks": "\(drinks.count)"])
     }
@@ -72,8 +79,11 @@ extension ModelService {
     /// itself. Also run before the model is read for a reply, so a reply
     /// sees every commit made before it.
     func catchUp() async {
-        let (outcome, changed) = state.apply(takeArrived())
+        var (outcome, changed) = state.apply(takeArrived())
         if changed { cacheBehind = true }
+        // A standby that took another store or epoch replaced all it held (a
+        // `replacesAll` commit, which rebuilds); this catches a change whatever way it came.
+        if state.identity != store.identity { outcome = .tooLarge }
         do {
             switch outcome {
             case .applied, .alreadyHeld: break

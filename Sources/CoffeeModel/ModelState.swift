@@ -25,6 +25,9 @@ public struct ModelState: Sendable {
     /// `CaffeineModel.retention` ago, which they cover once this is that
     /// old); nil until the first `reset` (start-up, rebuild).
     public private(set) var completeSince: Date?
+    /// The store's identity whose anchor `anchor` is (docs/protocol.md §13):
+    /// what the model's snapshots and its cache carry. Set by `reset`.
+    public private(set) var identity: StoreIdentity?
     private var lastPruned = Date.distantPast
 
     public init(caffeine: CaffeineModel, clock: any WallClock) {
@@ -47,8 +50,9 @@ public struct ModelState: Sendable {
 
     /// Replaces the whole state (start-up, resync): `drinks` are every live
     /// drink dated from `completeSince` on, at `anchor`.
-    public mutating func reset(drinks: [Drink], anchor: Int64, completeSince: Date) {
+    public mutating func reset(drinks: [Drink], anchor: Int64, completeSince: Date, identity: StoreIdentity? = nil) {
         self.completeSince = completeSince
+        self.identity = identity
         let latest = Dictionary(drinks.map { ($0.uuid, $0) }, uniquingKeysWith: { a, b in a.version >= b.version ? a : b })
         index.removeAll()
         for drink in latest.values { index.insert(drink) }
@@ -139,7 +143,7 @@ public struct ModelState: Sendable {
     /// anchor and since when they are complete, taken together. A copy of
     /// the index costs nothing until the model next changes.
     public var cacheContents: ModelCache.Contents {
-        ModelCache.Contents(index: index, anchor: anchor, completeSince: completeSince)
+        ModelCache.Contents(index: index, anchor: anchor, completeSince: completeSince, identity: identity)
     }
 
     /// The live drinks dated in `range`, oldest first, when the held
@@ -160,6 +164,8 @@ public struct ModelState: Sendable {
         // Held drinks cover [now - retention, ∞); the model at `at` needs
         // [at - 26 h, at].
         guard at >= now else { return nil }
-        return index.snapshot(at: at, anchor: anchor)
+        var snapshot = index.snapshot(at: at, anchor: anchor)
+        snapshot.identity = identity
+        return snapshot
     }
 }

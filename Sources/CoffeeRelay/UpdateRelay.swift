@@ -253,15 +253,17 @@ public final class UpdateRelay: Service {
     /// which the service writes first (`{"anchor":N,"previousAnchor":M,…`),
     /// without parsing the rest; nil for any other shape.
     static func anchors(_ body: Data) -> (anchor: Int64, previous: Int64)? {
-        let head = body.prefix(80)
+        // The store's identity may come first (docs/protocol.md §13):
+        // `{"store":"…","epoch":N,"anchor":…,"previousAnchor":…`.
+        let head = body.prefix(160)
         func number(after key: String) -> Int64? {
             guard let range = head.firstRange(of: Data(key.utf8)) else { return nil }
             let digits = head[range.upperBound...].prefix { $0 >= 0x30 && $0 <= 0x39 }
             return Int64(String(decoding: digits, as: UTF8.self))
         }
-        guard let anchor = number(after: #"{"anchor":"#), let previous = number(after: #","previousAnchor":"#) else {
-            return nil
-        }
+        let anchor =
+            number(after: #"{"anchor":"#) ?? (head.starts(with: Data(#"{"store":"#.utf8)) ? number(after: #","anchor":"#) : nil)
+        guard let anchor, let previous = number(after: #","previousAnchor":"#) else { return nil }
         return (anchor, previous)
     }
 }

@@ -13,6 +13,8 @@ extension Changes {
         var anchor: Int64?
         var previousAnchor: Int64?
         var hasMore = false
+        var store: UUID?
+        var epoch: Int64?
         var failure: WireFormat.DecodingError?
         var reading = (added: [Drink](), addedAnchors: [Int64](), deleted: [Tombstone](), deletedAnchors: [Int64]())
         do throws(JSONReader.SyntaxError) {
@@ -41,6 +43,10 @@ extension Changes {
                     previousAnchor = try? c.value().integer()
                 } else if key == "hasMore" {
                     hasMore = (try? c.value().bool()) ?? false
+                } else if key == "store" {
+                    store = (try? c.value().text()).flatMap(UUIDText.parse)
+                } else if key == "epoch" {
+                    epoch = try? c.value().integer()
                 } else {
                     _ = try c.value()
                 }
@@ -55,6 +61,7 @@ extension Changes {
         self.anchor = anchor
         self.previousAnchor = previousAnchor
         self.hasMore = hasMore
+        if let store, let epoch { identity = StoreIdentity(store: store, epoch: epoch) }
     }
 }
 

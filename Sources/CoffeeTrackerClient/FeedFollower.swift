@@ -19,6 +19,13 @@ public struct FeedState: Sendable {
     /// finding it again. Yielded once when it begins; the next state
     /// after the resync clears it.
     public var reconnecting = false
+    /// The store's identity `anchor` belongs to (docs/protocol.md §13): nil
+    /// until the first read, or from a service that does not say.
+    public var identity: StoreIdentity?
+    /// Times the follower found another store or epoch (a restore, a
+    /// promotion, another service) and read everything again from null:
+    /// a consumer says so once each time it goes up.
+    public var identityChanges = 0
 
     public init() {}
 }
@@ -89,6 +96,7 @@ struct ClientFeed: FeedTarget {
     init(yield: @escaping (FeedState) -> Void) { self.yield = yield }
 
     var anchor: Int64 { state.anchor }
+    var identity: StoreIdentity? { state.identity }
 
     /// Reads `changes` from the anchor held (from null the first time, or
     /// after `anchor_expired`), page by page, then asks for the model.
@@ -112,8 +120,10 @@ struct ClientFeed: FeedTarget {
 
     private mutating func read(from start: Int64?, _ client: QueryClient) throws {
         var page = try client.changes(since: start, limit: Self.page)
-        if let start, page.anchor < start {
-            return try read(from: nil, client)  // the store is behind what is held (restored, or a new one)
+        if let start, page.anchor < start || isAnotherHistory(page.identity) {
+            // Another store or epoch, or one behind what is held: what is
+            // held means nothing there. Read it all again.
+            return try read(from: nil, client)
         }
         var drinks = start == nil ? [:] : state.drinks
         var applied = 0
@@ -122,13 +132,22 @@ struct ClientFeed: FeedTarget {
             for tombstone in page.deleted { drinks[tombstone.uuid] = nil }
             applied += page.added.count + page.deleted.count
             if !page.hasMore { break }
-            page = try client.changes(since: page.anchor, limit: Self.page)
+            let next = try client.changes(since: page.anchor, limit: Self.page)
+            if next.identity != page.identity { return try read(from: nil, client) }  // changed while paging
+            page = next
         }
+        if isAnotherHistory(page.identity) { state.identityChanges += 1 }
+        state.identity = page.identity
         state.drinks = drinks
         state.anchor = page.anchor
         state.applied += applied
         state.model = nil
         synced = true
+    }
+
+    private func isAnotherHistory(_ identity: StoreIdentity?) -> Bool {
+        guard let identity, let held = state.identity else { return false }
+        return identity != held
     }
 
     mutating func apply(_ changes: Changes) {

@@ -7,6 +7,9 @@ import ZeroMQ
 public protocol FeedTarget {
     /// Every change up to this anchor is held.
     var anchor: Int64 { get }
+    /// The store's identity `anchor` belongs to (docs/protocol.md §13); nil
+    /// until known. A message of another resyncs.
+    var identity: StoreIdentity? { get }
     /// Brings what is held up to the service's anchor through `client`:
     /// first, and after a gap, a silence, or a `model` or `heartbeat` ahead.
     mutating func resync(_ client: QueryClient) throws
@@ -23,6 +26,13 @@ public protocol FeedTarget {
     /// The service went silent, or could not be reached: it is being found again.
     mutating func lost()
     static var settleInterval: Duration { get }
+}
+
+/// The target will not follow what it found (a standby and a primary of
+/// another store, docs/protocol.md §13): it ends the loop, as a refusal does.
+public struct FeedRefusal: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }
 
 extension FeedTarget {
@@ -90,6 +100,8 @@ public struct FollowLoop<Target: FeedTarget> {
                     try target.resync(query())
                 } catch let refusal as QueryClient.Refusal {
                     throw refusal  // not silence: say so
+                } catch let refusal as FeedRefusal {
+                    throw refusal
                 } catch {
                     client = nil
                     try giveUpAfter(reachable)
@@ -148,6 +160,10 @@ public struct FollowLoop<Target: FeedTarget> {
                     needSync = true  // a message it cannot read may have held a change
                     continue
                 }
+                if isAnotherHistory(changes.identity) {
+                    needSync = true  // restored, promoted or another store: the resync decides
+                    continue
+                }
                 target.heard(anchor: changes.anchor)
                 guard changes.anchor > target.anchor else { continue }  // queued before the resync's reply
                 guard changes.previousAnchor == target.anchor else {
@@ -163,6 +179,10 @@ public struct FollowLoop<Target: FeedTarget> {
                 continue
             }
             guard case .other(let message?) = body, let anchor = try? message.member("anchor").integer() else { continue }
+            if isAnotherHistory(StoreIdentity.read(message)) {
+                needSync = true
+                continue
+            }
             target.heard(anchor: anchor)
             switch topic {
             case "model":
@@ -184,6 +204,12 @@ public struct FollowLoop<Target: FeedTarget> {
             }
         }
         if unsettled { try? target.settled() }
+    }
+
+    /// Whether a message's identity is another than the target's: both known, and different.
+    private func isAnotherHistory(_ identity: StoreIdentity?) -> Bool {
+        guard let identity, let held = target.identity else { return false }
+        return identity != held
     }
 
     /// A message as read: `changes` decoded in place from ZeroMQ's buffer
@@ -235,6 +261,7 @@ public struct FollowLoop<Target: FeedTarget> {
     private mutating func query() throws -> QueryClient {
         if let client { return client }
         let made = try QueryClient(endpoint: endpoints.query, timeout: requestTimeout, curve: curve)
+        made.interrupted = stopped
         client = made
         return made
     }

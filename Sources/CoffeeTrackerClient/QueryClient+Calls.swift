@@ -40,8 +40,8 @@ extension QueryClient {
     }
 
     /// The store's anchor.
-    public func ping() throws -> Int64 {
-        try decoded { try reply(.object([("op", .string(QueryOperation.ping.rawValue))])).member("anchor").integer() }
+    public func ping() throws -> Ping {
+        try decoded { try Ping(reply(.object([("op", .string(QueryOperation.ping.rawValue))]))) }
     }
 
     /// Stores `drinks`; returns once the commit is durable.

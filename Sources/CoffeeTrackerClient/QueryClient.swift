@@ -20,6 +20,10 @@ public final class QueryClient {
     private let socket: ZMQSocket
     public let endpoint: String
     private let timeoutMs: Int32
+    /// Asked while a reply is awaited (every 100 ms): true gives up at once
+    /// (a follower's loop that is stopping, say, so that a drain does not
+    /// wait out the timeout of a request to a primary that died).
+    public var interrupted: (() -> Bool)?
 
     /// - Parameter curve: the CURVE client settings when the service runs
     ///   with `security.curve`; nil for plaintext.
@@ -69,7 +73,16 @@ public final class QueryClient {
     func exchange(_ request: JSONValue) throws -> Data {
         try socket.send([Data(), request.data()])
         let items = [ZMQSocket.PollItem.socket(socket)]
-        let ready = try ZMQSocket.poll(items, timeoutMs: Int(timeoutMs))  // -1: for ever
+        var ready: [Bool]
+        if let interrupted {
+            let deadline = timeoutMs < 0 ? nil : ContinuousClock.now + .milliseconds(Int64(timeoutMs))
+            repeat {
+                ready = try ZMQSocket.poll(items, timeoutMs: 100)
+                if interrupted() { throw Failure(description: "stopped while waiting for \(endpoint)") }
+            } while ready.first != true && deadline.map { ContinuousClock.now < $0 } ?? true
+        } else {
+            ready = try ZMQSocket.poll(items, timeoutMs: Int(timeoutMs))  // -1: for ever
+        }
         guard ready.first == true, let frames = try socket.receive(dontWait: true), let body = frames.last else {
             throw Failure(
                 description:

@@ -14,6 +14,9 @@ public struct Changes: Sendable, Equatable {
     public var hasMore: Bool
     /// A `changes` message's `previousAnchor` (the anchor it follows); nil in a reply.
     public var previousAnchor: Int64?
+    /// The store's identity the anchors belong to (docs/protocol.md §13); nil
+    /// from a service that does not say (an older build).
+    public var identity: StoreIdentity?
 
     /// A `changes` reply or message.
     public init(_ reply: JSONValue) throws(WireFormat.DecodingError) {
@@ -29,6 +32,19 @@ public struct Changes: Sendable, Equatable {
         anchor = try reply.member("anchor").integer()
         hasMore = try reply.optionalMember("hasMore")?.bool() ?? false
         previousAnchor = try reply.optionalMember("previousAnchor")?.integer()
+        identity = StoreIdentity.read(reply)
+    }
+}
+
+/// `ping`'s reply: the store's anchor and its identity (docs/protocol.md §13).
+public struct Ping: Sendable, Equatable {
+    public var anchor: Int64
+    /// Nil from a service that does not say (an older build).
+    public var identity: StoreIdentity?
+
+    public init(_ reply: JSONValue) throws(WireFormat.DecodingError) {
+        anchor = try reply.member("anchor").integer()
+        identity = StoreIdentity.read(reply)
     }
 }
 

@@ -21,12 +21,20 @@ extension HealthStore {
         public var replacesAll: Bool
         /// The primary's purged anchor, when known: the store's becomes it.
         public var purgedAnchor: Int64?
+        /// The primary's identity, taken with its whole state (`replacesAll`):
+        /// another store's (adopted), or a higher epoch of this one's.
+        public var identity: StoreIdentity?
 
-        public init(changes: AnchoredChanges, through: Int64, replacesAll: Bool = false, purgedAnchor: Int64? = nil) {
+        public init(
+            changes: AnchoredChanges, through: Int64, replacesAll: Bool = false, purgedAnchor: Int64? = nil,
+            identity: StoreIdentity? = nil
+        ) {
+            precondition(identity == nil || replacesAll, "a new identity comes only with the primary's whole state")
             self.changes = changes
             self.through = through
             self.replacesAll = replacesAll
             self.purgedAnchor = purgedAnchor
+            self.identity = identity
         }
     }
 
@@ -53,6 +61,7 @@ extension HealthStore {
             }
         }
         let now = Int64((configuration.clock.now().timeIntervalSince1970 * 1000).rounded())
+        let identityBefore = identityNow.withLock { $0 }
         let outcome = self.commit(arrived: ContinuousClock.now) { changes in
             changes.anchors = []
             if commit.replacesAll { try statements.deleteAllRecords() }
@@ -67,21 +76,31 @@ extension HealthStore {
             // The anchor is kept in `meta` too: the last page may end past its last change.
             changes.anchor = commit.through
             try statements.setMeta("anchor", commit.through)
-            if let purged = commit.purgedAnchor, purged > purgedAnchor {
+            if let purged = commit.purgedAnchor, purged > purgedAnchor || commit.identity != nil {
                 // Tombstones at or below it are the primary's purged ones (or
                 // hidden by it: a read from below is refused): they go here too.
                 try statements.purgeTombstones(through: purged)
                 try statements.setMeta("purged_anchor", purged)
             }
+            if let identity = commit.identity {
+                // In this transaction, and seen by the announcement after it.
+                try StoreIdentityRecord.write(identity, standby: true, to: db!)
+                identityNow.withLock { $0 = IdentityNow(identity: identity, upgraded: false) }
+            }
         }
         switch outcome {
         case .committed:
-            if let purged = commit.purgedAnchor { purgedAnchor = max(purgedAnchor, purged) }
+            if let purged = commit.purgedAnchor {
+                purgedAnchor = commit.identity != nil ? purged : max(purgedAnchor, purged)
+            }
             return currentAnchor
         case .storageFault(let reason):
+            identityNow.withLock { $0 = identityBefore }
             storageFailed([], reason)
             throw StoreError.unavailable(reason)
-        case .failed(let error): throw error
+        case .failed(let error):
+            identityNow.withLock { $0 = identityBefore }
+            throw error
         }
     }
 

@@ -1,3 +1,4 @@
+import CoffeeDomain
 import Foundation
 import SQLite
 import Syscall
@@ -12,6 +13,9 @@ public struct RestoreResult: Sendable, Equatable {
     public var anchor: Int64
     /// Where the store it replaced now is; nil when there was none.
     public var kept: String?
+    /// The restored store's identity: the backup's `store`, and an epoch
+    /// above both the backup's and the replaced store's (docs/protocol.md §13).
+    public var identity: StoreIdentity
 }
 
 /// Why a file cannot be restored, in words for the person restoring.
@@ -38,8 +42,17 @@ extension HealthStore {
         try? FileManager.default.removeItem(atPath: incoming)
         defer { try? FileManager.default.removeItem(atPath: incoming) }
         try FileManager.default.copyItem(atPath: backup, toPath: incoming)
-        // One file: whatever journal the copy was left in, nothing beside it.
+        // The history the restore starts: the backup's store, under an
+        // epoch above the backup's and the replaced store's, so that
+        // restoring one backup twice never repeats a pair and a follower of
+        // either sees the change.
+        let replaced = FileManager.default.fileExists(atPath: storePath) ? (try? Self.storedIdentity(at: storePath)) ?? nil : nil
         let copy = try Database(path: incoming)
+        let backed = try StoreIdentityRecord.read(copy)?.identity
+        let identity = StoreIdentity(
+            store: backed?.store ?? replaced?.store ?? UUID(), epoch: max(backed?.epoch ?? 0, replaced?.epoch ?? 0) + 1)
+        try copy.transaction { try StoreIdentityRecord.write(identity, standby: false, to: copy) }
+        // One file: whatever journal the copy was left in, nothing beside it.
         try copy.execute("PRAGMA journal_mode = DELETE")
         copy.close()
         try DurableFile.syncFile(incoming)
@@ -53,14 +66,29 @@ extension HealthStore {
             try old.execute("PRAGMA journal_mode = DELETE")
             old.close()
             let stamp = FileNameStamp.string(now)
-            let keptPath = "\(storePath).before-restore-\(stamp)"
+            // Two restores in one second keep both stores they replaced.
+            var keptPath = "\(storePath).before-restore-\(stamp)"
+            var n = 1
+            while FileManager.default.fileExists(atPath: keptPath) {
+                n += 1
+                keptPath = "\(storePath).before-restore-\(stamp)-\(n)"
+            }
             try Syscall.call("link", "\(storePath) to \(keptPath)") { link(storePath, keptPath) }
             kept = keptPath
         }
         for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: storePath + suffix) }
         try Syscall.call("rename", "\(incoming) to \(storePath)") { rename(incoming, storePath) }
         try DurableFile.syncFolder(folder)
-        return RestoreResult(anchor: anchor, kept: kept)
+        return RestoreResult(anchor: anchor, kept: kept, identity: identity)
+    }
+
+    /// The identity kept in the store at `path`, read without changing it
+    /// (opened for writing all the same: a store in WAL mode may need its
+    /// log read in, which a read-only open without `-shm` cannot).
+    static func storedIdentity(at path: String) throws -> StoreIdentity? {
+        let db = try Database(path: path)
+        defer { db.close() }
+        return try StoreIdentityRecord.read(db)?.identity
     }
 
     /// The anchor of a whole store of ours at `path`, or why it is not one.

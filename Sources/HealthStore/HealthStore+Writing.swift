@@ -208,7 +208,8 @@ extension HealthStore {
         commits += 1
         guard let anchor = changes.anchor else { return }
         currentAnchor = anchor
-        let batch = changes.committed(previousAnchor: previous, anchor: anchor)
+        var batch = changes.committed(previousAnchor: previous, anchor: anchor)
+        batch.identity = identity
         for observer in observers { observer(batch) }
     }
 }

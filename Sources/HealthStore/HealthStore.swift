@@ -37,6 +37,9 @@ public actor HealthStore {
         /// Whether the store purges its own tombstones; a standby's follows
         /// its primary's purge instead (`ReplicaCommit.purgedAnchor`).
         public var purgesTombstones = true
+        /// The store opens as a standby's (`follow`): marked so, so that a
+        /// later start as a primary is a promotion (its epoch goes up, once).
+        public var standby = false
 
         public init(
             path: String, tombstoneRetention: TimeInterval = 30 * 86_400, clock: any WallClock = SystemClock(),
@@ -64,6 +67,15 @@ public actor HealthStore {
 
     var currentAnchor: Int64
     var purgedAnchor: Int64
+    /// The store's identity (docs/protocol.md §13), for any thread: it
+    /// changes only when a standby takes its primary's (`ReplicaCommit.identity`).
+    nonisolated let identityNow: Mutex<IdentityNow>
+    struct IdentityNow {
+        var identity: StoreIdentity
+        /// Made by this build for a store that already held changes
+        /// (`StoreIdentityRecord`): a standby's such store takes its primary's.
+        var upgraded: Bool
+    }
     var commits: Int64 = 0
 
     /// A batch waiting for its commit, and who to tell.
@@ -135,6 +147,13 @@ public actor HealthStore {
             // writes it into `meta` (`purgeTombstones`).
             currentAnchor = try StoreSchema.anchor(of: db)
             purgedAnchor = try db.scalar("SELECT value FROM meta WHERE key = 'purged_anchor'") ?? 0
+            let opened = try StoreIdentityRecord.open(db, asStandby: configuration.standby, anchor: currentAnchor)
+            identityNow = Mutex(IdentityNow(identity: opened.identity, upgraded: opened.upgraded))
+            if let event = opened.event {
+                logger.notice(
+                    "the store's identity: \(event)",
+                    metadata: ["store": "\(UUIDText.string(opened.identity.store))", "epoch": "\(opened.identity.epoch)"])
+            }
         } catch let error as SQLiteError where error.isCorruption {
             throw StoreError.corrupt(configuration.path, error.message)
         } catch let error as SQLiteError where error.isBusy {
@@ -144,6 +163,14 @@ public actor HealthStore {
         self.configuration = configuration
         self.executor = ThreadExecutor(name: "store")
     }
+
+    /// The store's identity now: `store` and `epoch` (docs/protocol.md §13).
+    public nonisolated var identity: StoreIdentity { identityNow.withLock { $0.identity } }
+
+    /// Whether the identity was made for a store that already held changes
+    /// (by the first build that kept one): a standby's such store takes its
+    /// primary's rather than refusing it.
+    public nonisolated var identityWasUpgraded: Bool { identityNow.withLock { $0.upgraded } }
 
     /// Calls `observer` after every durable commit from now on, on the
     /// store's thread, in commit order: the anchored query's update handler.

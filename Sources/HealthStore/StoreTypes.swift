@@ -154,6 +154,9 @@ public struct CommittedBatch: Sendable, Hashable {
     /// anchor may even be lower than `previousAnchor`. Whoever keeps a copy
     /// rebuilds it from the store.
     public var replacesAll: Bool
+    /// The store's identity after the commit (docs/protocol.md §13): what
+    /// its announcement says. Nil where no store made it (a test's batch).
+    public var identity: StoreIdentity?
 
     public init(
         anchor: Int64, previousAnchor: Int64, log: [Change], isComplete: Bool = true,

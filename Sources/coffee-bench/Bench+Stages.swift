@@ -33,12 +33,14 @@ extension Bench {
         }.max()!
         precondition(decoded.count == events, "the bench's own bodies must be valid")
         var bytes = 0
+        let identity = StoreIdentity.new()
         let encodeRate = (0..<5).map { _ in
             let t0 = now()
             for (i, drink) in decoded.enumerated() {
                 bytes +=
                     WireFormat.changesMessage(
-                        anchor: Int64(i + 1), previousAnchor: Int64(i), added: [drink], addedAnchors: [Int64(i + 1)],
+                        identity: identity, anchor: Int64(i + 1), previousAnchor: Int64(i), added: [drink],
+                        addedAnchors: [Int64(i + 1)],
                         deleted: [], deletedAnchors: []
                     ).count
             }

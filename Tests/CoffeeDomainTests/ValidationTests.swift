@@ -193,14 +193,16 @@ struct ValidationTests {
             #expect(try JSONReader.parse(Data(bytes)).member("anchor") == .int(41))
         }
         let tombstones = [Tombstone(uuid: UUID(), version: 3)]
+        let identity = StoreIdentity(store: UUID(), epoch: 3)
         let message = WireFormat.changesMessage(
-            anchor: 13, previousAnchor: 8, added: drinks, addedAnchors: [9, 10, 11, 12], deleted: tombstones,
-            deletedAnchors: [13])
-        let tree = JSONValue.object([
-            ("anchor", .int(13)), ("previousAnchor", .int(8)),
-            ("added", .array(zip(drinks, [9, 10, 11, 12]).map { WireFormat.json($0, anchor: $1) })),
-            ("deleted", .array(tombstones.map { WireFormat.json($0, anchor: 13) })),
-        ])
+            identity: identity, anchor: 13, previousAnchor: 8, added: drinks, addedAnchors: [9, 10, 11, 12],
+            deleted: tombstones, deletedAnchors: [13])
+        let tree = JSONValue.object(
+            identity.members + [
+                ("anchor", .int(13)), ("previousAnchor", .int(8)),
+                ("added", .array(zip(drinks, [9, 10, 11, 12]).map { WireFormat.json($0, anchor: $1) })),
+                ("deleted", .array(tombstones.map { WireFormat.json($0, anchor: 13) })),
+            ])
         #expect(try JSONReader.parse(Data(message)) == tree)
         #expect(String(decoding: message, as: UTF8.self) == tree.serialized())
     }

@@ -51,9 +51,12 @@ struct WireDecodingTests {
             let drinks = (0..<(i % 7)).map { _ in
                 Drink(mgCaffeine: Double(rng.next() % 40_000) / 100, date: at - Double(rng.next() % 100_000), source: nil)
             }
-            let model = CaffeineModel(halfLifeHours: [5, 4.5, 1 / 3][i % 3], timeZone: TimeZone(identifier: "UTC")!)
+            var model = CaffeineModel(halfLifeHours: [5, 4.5, 1 / 3][i % 3], timeZone: TimeZone(identifier: "UTC")!)
                 .snapshot(of: drinks, at: at, anchor: Int64(rng.next() % 1_000_000))
+            if i % 2 == 1 { model.identity = StoreIdentity(store: UUID(), epoch: Int64(i)) }
             #expect(WireFormat.modelMessage(model) == Array(JSONValue.object(WireFormat.members(model)).data()))
+            let back = try WireFormat.snapshot(JSONReader.parse(Data(WireFormat.modelMessage(model))))
+            #expect(back.identity == model.identity)
         }
     }
 

@@ -39,28 +39,36 @@ struct PictureWindowTests {
         await store.close()
     }
 
-    /// A cache that says since when it is complete covers the window at
-    /// once; one written before it said so held 26 hours, so the model
-    /// covers the 36 only once 10 hours have passed.
-    @Test func aCacheCoversTheWindowOnlyAsFarAsItSays() async throws {
+    /// A cache that names this store and epoch and says since when it is
+    /// complete covers the window at once; one that names neither (an
+    /// older build's) or another store or epoch is rebuilt from the store,
+    /// keeping nothing of its own.
+    @Test func aCacheCoversTheWindowOnlyWhenItIsOfThisStoreAndEpoch() async throws {
         let f = Fixture()
         defer { f.cleanup() }
         let store = try f.store()
         let a = f.drink(-3600)
         _ = try await store.save([a])
+        let stranger = f.drink(-60)  // in no store this model should follow
         let cache = f.cache()
-        #expect(await cache.save(.init(anchor: 1, drinks: [a])))  // no completeSince: an older build's file
+        for identity in [nil, StoreIdentity(store: UUID(), epoch: 1), StoreIdentity(store: store.identity.store, epoch: 2)] {
+            let old = ModelCache.Snapshot(anchor: 1, drinks: [stranger], completeSince: f.clock.now(), identity: identity)
+            #expect(await cache.save(old))
+            let model = f.service(store, cache: cache)
+            try await model.load()
+            #expect(await model.anchor == 1)
+            #expect(
+                await model.current.drinks(datedIn: window(f)) == [a],
+                "a cache of \(identity.map(\.description) ?? "no store") was used")
+        }
+        // What this model writes names its store and epoch, and says since when it is complete.
         let model = f.service(store, cache: cache)
         try await model.load()
-        #expect(await model.anchor == 1)
-        #expect(await model.current.drinks(datedIn: window(f)) == nil)
-        f.clock.advance(by: 10 * 3600)
-        #expect(await model.current.drinks(datedIn: window(f)) == [a])
-        // What this model writes says since when it is complete.
         cache.push(await model.current.cacheContents)
         await cache.flush()
         let saved = try #require(await f.cache().load())
-        #expect(saved.completeSince == f.clock.now() - 36 * 3600)
+        #expect(saved.completeSince == f.clock.now() - CaffeineModel.retention)
+        #expect(saved.identity == store.identity)
         let later = f.service(store, cache: f.cache())
         try await later.load()
         #expect(await later.current.drinks(datedIn: window(f)) == [a])

@@ -29,8 +29,9 @@ struct ChangesReadingTests {
             }
             let deleted = (0..<Int(next() % 6)).map { _ in Tombstone(uuid: UUID(), version: Int64(next() % 9) + 1) }
             let anchors = (0..<(added.count + deleted.count)).map { Int64(round * 100 + $0 + 1) }
+            let identity = round % 2 == 0 ? StoreIdentity(store: UUID(), epoch: Int64(round + 1)) : nil
             let bytes = WireFormat.changesMessage(
-                anchor: anchors.last ?? Int64(round), previousAnchor: Int64(round * 100), added: added,
+                identity: identity, anchor: anchors.last ?? Int64(round), previousAnchor: Int64(round * 100), added: added,
                 addedAnchors: Array(anchors.prefix(added.count)), deleted: deleted,
                 deletedAnchors: Array(anchors.dropFirst(added.count)))
             let (inPlace, tree) = try bothReadings(bytes)
@@ -38,6 +39,7 @@ struct ChangesReadingTests {
             #expect(inPlace.added == added && inPlace.deleted == deleted)
             #expect(inPlace.addedAnchors + inPlace.deletedAnchors == anchors)
             #expect(inPlace.previousAnchor == Int64(round * 100) && !inPlace.hasMore)
+            #expect(inPlace.identity == identity)
         }
     }
 

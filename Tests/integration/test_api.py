@@ -271,7 +271,8 @@ def test_without_tokens_the_json_api_answers_this_machine(service):
     assert status == 200 and reply["added"] == 1
     stored = service.request({"op": "changes", "anchor": None})["added"][0]
     assert stored["source"] == "http"
-    assert call(service, "GET", "/api/v1/ping")[2] == {"ok": True, "anchor": 1}
+    ping = call(service, "GET", "/api/v1/ping")[2]
+    assert ping["ok"] is True and ping["anchor"] == 1 and ping["epoch"] == 1 and len(ping["store"]) == 36
     # The unknown op's error names every operation: one list, which the clients follow.
     reply = service.request({"op": "nothing"})
     listed = reply["error"]["message"].split("expected ", 1)[1].replace(" or ", ", ").split(", ")

@@ -189,11 +189,12 @@ def test_model_and_heartbeat_arrive_with_the_right_fields(service):
         topic, body = sub.recv_multipart()
         got[topic.decode()] = json.loads(body)
     model, beat = got["model"], got["heartbeat"]
-    assert set(model) == {"anchor", "at", "mgCaffeine", "level", "cupsToday", "cupsLevel", "drinksToday",
-                          "halfLifeHours", "timeline"}
+    assert set(model) == {"store", "epoch", "anchor", "at", "mgCaffeine", "level", "cupsToday", "cupsLevel",
+                          "drinksToday", "halfLifeHours", "timeline"}
     assert abs(model["mgCaffeine"] - 100) < 0.1 and model["level"] == "green"
     assert len(model["timeline"]) == 287
-    assert set(beat) == {"anchor", "at"} and beat["at"].endswith("Z")
+    assert set(beat) == {"store", "epoch", "anchor", "at"} and beat["at"].endswith("Z")
+    assert (beat["store"], beat["epoch"]) == (model["store"], model["epoch"])
     second = subscriber(service)  # the same topic again: still counted
     assert service.request({"op": "stats"})["subscribers"] == 2
     second.close()

@@ -10,7 +10,7 @@ from conftest import Service, drink, VECTORS
 
 def test_ping_answers_with_the_anchor(service):
     reply = service.request({"op": "ping"})
-    assert reply == {"ok": True, "anchor": 0}
+    assert reply == {"ok": True, "anchor": 0, "store": reply["store"], "epoch": 1}
 
 
 def test_add_is_acknowledged_with_its_anchor_and_readable(service):

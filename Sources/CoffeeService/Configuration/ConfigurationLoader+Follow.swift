@@ -20,6 +20,9 @@ extension ConfigurationLoader {
         if keyFile != nil, serverKey == nil {
             throw reader.fail("follow.keyFile", "needs follow.serverKey, the primary's public key")
         }
-        return .init(query: try endpoint("query"), updates: try endpoint("updates"), serverKey: serverKey, keyFile: keyFile)
+        var follow = ServiceConfiguration.Follow(
+            query: try endpoint("query"), updates: try endpoint("updates"), serverKey: serverKey, keyFile: keyFile)
+        follow.adopt = try reader.bool(s, "follow.adopt") ?? false
+        return follow
     }
 }

@@ -13,6 +13,7 @@ extension ServiceConfiguration {
         var part = HealthStore.Configuration(
             path: storePath, tombstoneRetention: store.tombstoneRetentionDays * 86_400, clock: clock)
         part.purgesTombstones = follow == nil  // a standby follows its primary's purge
+        part.standby = follow != nil  // and a later start without `follow` promotes it
         return part
     }
 

@@ -135,6 +135,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
         public var serverKey: String?
         /// This standby's own `.key_secret`, as the primary's client.
         public var keyFile: String?
+        /// Take a primary of another store, dropping what this one holds
+        /// (docs/protocol.md §13); without it such a primary is refused,
+        /// unless this store is empty.
+        public var adopt = false
     }
 
     /// An `ingest.connect` entry: a publisher's endpoint, and its public key
@@ -182,6 +186,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Key("security.tokensDirectory", \.security.tokensDirectory),
         Key("follow.query", \.follow?.query), Key("follow.updates", \.follow?.updates),
         Key("follow.serverKey", \.follow?.serverKey), Key("follow.keyFile", \.follow?.keyFile),
+        Key("follow.adopt", \.follow?.adopt),
     ]
 
     /// One key of the file: its name, and whether two configurations differ in it.

@@ -164,18 +164,35 @@ extension CoffeeTrackerService {
     /// `<data>/endpoints.json`: the endpoints really bound, so that clients
     /// and tests can find ports chosen by the system (`tcp://127.0.0.1:*`).
     func writeEndpoints(_ parts: Parts) {
-        let json = JSONValue.object([
-            ("ingest", .array((parts.ingest?.boundEndpoints ?? []).map { .string($0) })),
-            ("updates", .array(parts.broadcaster.boundEndpoints.map { .string($0) })),
-            ("query", .array(parts.query.boundEndpoints.map { .string($0) })),
-            ("http", parts.http?.boundAddress.map { .string($0) } ?? .null),
-            ("serverKey", parts.serverKey.map { .string($0) } ?? .null),
-            ("pid", .int(Int64(ProcessInfo.processInfo.processIdentifier))),
-        ])
+        let json = JSONValue.object(
+            [
+                ("ingest", .array((parts.ingest?.boundEndpoints ?? []).map { .string($0) })),
+                ("updates", .array(parts.broadcaster.boundEndpoints.map { .string($0) })),
+                ("query", .array(parts.query.boundEndpoints.map { .string($0) })),
+                ("http", parts.http?.boundAddress.map { .string($0) } ?? .null),
+                ("serverKey", parts.serverKey.map { .string($0) } ?? .null),
+                ("pid", .int(Int64(ProcessInfo.processInfo.processIdentifier))),
+            ] + parts.store.identity.members)
         do {
             try DurableFile.write(json.data(), to: URL(fileURLWithPath: configuration.endpointsPath))
         } catch {
             logger.warning("could not write endpoints file", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Writes `endpoints.json` again when the store's identity changes (a
+    /// standby taking its primary's), off the store's thread, which the
+    /// observer must never block.
+    func keepEndpointsCurrent(_ parts: Parts) async {
+        let written = Mutex(parts.store.identity)
+        await parts.store.observeCommits { batch in
+            guard let identity = batch.identity,
+                written.withLock({ last in
+                    defer { last = identity }
+                    return last != identity
+                })
+            else { return }
+            DispatchQueue.global().async { self.writeEndpoints(parts) }
         }
     }
 }

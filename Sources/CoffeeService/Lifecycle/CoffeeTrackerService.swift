@@ -123,6 +123,7 @@ public final class CoffeeTrackerService: Sendable {
         do {
             try await group.run {
                 self.writeEndpoints(parts)
+                await self.keepEndpointsCurrent(parts)
                 let anchor = await parts.store.anchor
                 self.phase.enterReady()
                 self.notifier.notify("READY=1", "STATUS=" + (await self.status(parts)))

@@ -49,11 +49,23 @@ enum LivePage {
     static let script = """
         "use strict";
         // Redraws on each `model` the service publishes (server-sent events from
-        // /events); the browser reconnects by itself after a restart.
+        // /events); the browser reconnects by itself after a restart. A model of
+        // another store or epoch (a restore, a promotion: docs/protocol.md §13)
+        // means nothing drawn before holds: everything is drawn again, and the
+        // page says so once.
         (function () {
           const $ = (id) => document.getElementById(id);
           let shown = null;
+          let history = null;
+          let changedHistory = false;
           function draw(model) {
+            const of = model.store + "/" + model.epoch;
+            if (history !== null && of !== history) {
+              shown = null;
+              changedHistory = true;
+              console.warn("the store changed (" + of + ", was " + history + "): drawn again from the start");
+            }
+            history = of;
             $("mg").textContent = Math.round(model.mgCaffeine);
             $("level").textContent = model.level;
             $("level").className = "value level " + model.level;
@@ -61,7 +73,7 @@ enum LivePage {
             $("drinks").textContent = model.drinksToday;
             $("anchor").textContent = model.anchor;
             $("at").textContent = new Date(model.at).toLocaleTimeString();
-            const key = model.anchor + "/" + model.at;
+            const key = of + "/" + model.anchor + "/" + model.at;
             if (key !== shown) {
               shown = key;
               $("curve").src = "/model.svg?anchor=" + model.anchor + "&at=" + encodeURIComponent(model.at);
@@ -69,9 +81,9 @@ enum LivePage {
           }
           const events = new EventSource("/events");
           events.addEventListener("model", (e) => {
-            $("status").textContent = "live";
-            $("status").className = "status live";
             draw(JSON.parse(e.data));
+            $("status").textContent = changedHistory ? "live · the store changed (restored or promoted): drawn again" : "live";
+            $("status").className = "status live";
           });
           events.addEventListener("error", () => {
             $("status").textContent = "reconnecting…";

@@ -18,6 +18,9 @@ struct ServiceMetrics: Sendable {
         let store = await self.store.statistics()
         var m = MetricsExposition()
         m.gauge("coffee_tracker_anchor", "The store's anchor: that of its last change.", Double(store.anchor))
+        m.gauge(
+            "coffee_tracker_store_epoch", "The store's epoch: raised by a restore and a promotion (docs/protocol.md §13).",
+            Double(self.store.identity.epoch))
         m.counter(
             "coffee_tracker_events_received_total", "Drinks and deletions received, by channel.",
             [

@@ -8,7 +8,8 @@ extension QueryHandler {
         let c = counters
         return .object(
             [
-                ("ok", true),
+                ("ok", true)
+            ] + store.identity.members + [
                 ("anchor", .int(s.anchor)),
                 ("received", .int(Int64(c.received.value))),
                 ("stored", .int(Int64(c.stored.value))),

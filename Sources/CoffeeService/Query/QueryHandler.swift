@@ -143,7 +143,9 @@ public struct QueryHandler: Sendable {
                 .readOnly, "this service is a standby of \(following.primary): send \(op.rawValue) to the primary", field: "op")
         }
         switch op {
-        case .ping: return .object([("ok", true), ("anchor", .int(await store.anchor))])
+        case .ping:
+            let (anchor, identity) = try await identified { await store.anchor }
+            return .object([("ok", true)] + identity.members + [("anchor", .int(anchor))])
         case .changes: return try await changes(request)
         case .model: return try await modelReply(request)
         case .add: return try await add(request, caller: caller)
@@ -151,37 +153,6 @@ public struct QueryHandler: Sendable {
         case .stats: return await stats()
         case .backup: return try await backup(request)
         }
-    }
-
-    func changes(_ request: QueryRequest) async throws -> JSONValue {
-        var anchor: Int64?
-        switch request.anchor {
-        case .absent: anchor = nil
-        case .wrongType: throw QueryError(.badRequest, "anchor must be an integer >= 0 or null", field: "anchor")
-        case .value(let v):
-            guard v == v.rounded(), v >= 0, v < 9e18 else {
-                throw QueryError(.badRequest, "anchor must be an integer >= 0 or null", field: "anchor")
-            }
-            anchor = Int64(v)
-        }
-        var limit = Self.defaultLimit
-        switch request.limit {
-        case .absent: break
-        case .wrongType: throw QueryError(.badRequest, "limit must be an integer", field: "limit")
-        case .value(let v):
-            guard v == v.rounded(), v >= 1, v <= Double(Self.maxLimit) else {
-                throw QueryError(.badRequest, "limit must be an integer from 1 to \(Self.maxLimit)", field: "limit")
-            }
-            limit = Int(v)
-        }
-        let page = try await store.changes(since: anchor, limit: limit)
-        return .object([
-            ("ok", true),
-            ("anchor", .int(page.anchor)),
-            ("hasMore", .bool(page.hasMore)),
-            ("added", .array(zip(page.added, page.addedAnchors).map { WireFormat.json($0, anchor: $1) })),
-            ("deleted", .array(zip(page.deleted, page.deletedAnchors).map { WireFormat.json($0, anchor: $1) })),
-        ])
     }
 
     func modelReply(_ request: QueryRequest) async throws -> JSONValue {

@@ -13,6 +13,8 @@ struct StandbyReplica: FeedTarget {
     let store: HealthStore
     let status: FollowStatus
     let logger: Logger
+    /// `follow.adopt`: take a primary of another store, dropping what is held.
+    let adopt: Bool
     /// The store's anchor: every change up to it is durable here.
     private(set) var held: Int64
     /// Messages applied since the last commit, and the anchor they reach.
@@ -25,18 +27,23 @@ struct StandbyReplica: FeedTarget {
     /// A standby commits each burst at once.
     static var settleInterval: Duration { .zero }
 
-    init(store: HealthStore, status: FollowStatus, logger: Logger) throws {
+    init(store: HealthStore, status: FollowStatus, adopt: Bool, logger: Logger) throws {
         self.store = store
         self.status = status
+        self.adopt = adopt
         self.logger = logger
         held = try store.blocking { $0.anchor }
         status.stored(held)
     }
 
     var anchor: Int64 { pendingThrough ?? held }
+    var identity: StoreIdentity? { store.identity }
 
     mutating func resync(_ client: QueryClient) throws {
         try settled()
+        if let primary = try client.ping().identity, primary != store.identity {
+            return try take(primary, client)
+        }
         let purged = try Self.purgedAnchor(client)
         do {
             var page = try client.changes(since: held, limit: Self.page)
@@ -88,11 +95,45 @@ struct StandbyReplica: FeedTarget {
             metadata: ["updates": "\(status.primary)"])
     }
 
+    /// The primary is of another history than this store (docs/protocol.md
+    /// §13). A higher epoch of this store (the primary was restored or
+    /// promoted since), another store while this one is empty, or with
+    /// `follow.adopt`, or while this one's identity is only the one an
+    /// upgrade made: drop what is held and copy the primary from anchor 0,
+    /// in one commit that takes its identity. A lower epoch of this store
+    /// (an old primary restarted after a promotion), or another store
+    /// otherwise: refused, serving what is held; the loop ends, and the
+    /// standby tries again later.
+    private mutating func take(_ primary: StoreIdentity, _ client: QueryClient) throws {
+        let mine = store.identity
+        if primary.store == mine.store {
+            guard primary.epoch > mine.epoch else {
+                throw FeedRefusal(
+                    "the primary at \(status.primary) is epoch \(primary.epoch) of this store, older than this standby's epoch \(mine.epoch) (an old primary restarted after a promotion?): refusing it, so that two histories never mix; serving what this standby holds"
+                )
+            }
+            logger.notice(
+                "the primary is a later epoch of this store (restored or promoted since); dropping what this standby holds and copying it again",
+                metadata: ["epoch": "\(mine.epoch)", "primaryEpoch": "\(primary.epoch)"])
+        } else {
+            guard held == 0 || adopt || store.identityWasUpgraded else {
+                throw FeedRefusal(
+                    "the primary at \(status.primary) is another store (\(UUIDText.string(primary.store))) than this standby's (\(UUIDText.string(mine.store)), anchor \(held)): refusing it; serving what this standby holds (follow.adopt: true takes it, dropping what is held)"
+                )
+            }
+            logger.notice(
+                "taking the primary's store",
+                metadata: ["store": "\(UUIDText.string(primary.store))", "epoch": "\(primary.epoch)"])
+        }
+        try replaceAll(client, identity: primary)
+    }
+
     /// The primary's whole state: every live drink (read from null), and
     /// every change after its purged anchor (its tombstones), each UUID at
-    /// its latest anchor, in one commit that replaces what is held.
+    /// its latest anchor, in one commit that replaces what is held (and
+    /// takes `identity`, the primary's, when given).
     /// Memory is the primary's store, once, for this rare case.
-    private mutating func replaceAll(_ client: QueryClient) throws {
+    private mutating func replaceAll(_ client: QueryClient, identity: StoreIdentity? = nil) throws {
         let purged = try Self.purgedAnchor(client)
         var latest: [UUID: (anchor: Int64, change: CommittedBatch.Change)] = [:]
         var through: Int64 = 0
@@ -108,17 +149,18 @@ struct StandbyReplica: FeedTarget {
             }
         }
         let state = AnchoredChanges(latest.values.sorted { $0.anchor < $1.anchor })
-        try commit(state, through: through, replacesAll: true, purgedAnchor: purged)
+        try commit(state, through: through, replacesAll: true, purgedAnchor: purged, identity: identity)
         logger.notice(
             "standby took the primary's whole state",
             metadata: ["anchor": "\(through)", "records": "\(latest.count)", "purgedAnchor": "\(purged)"])
     }
 
     private mutating func commit(
-        _ changes: AnchoredChanges, through: Int64, replacesAll: Bool = false, purgedAnchor: Int64? = nil
+        _ changes: AnchoredChanges, through: Int64, replacesAll: Bool = false, purgedAnchor: Int64? = nil,
+        identity: StoreIdentity? = nil
     ) throws {
         let commit = HealthStore.ReplicaCommit(
-            changes: changes, through: through, replacesAll: replacesAll, purgedAnchor: purgedAnchor)
+            changes: changes, through: through, replacesAll: replacesAll, purgedAnchor: purgedAnchor, identity: identity)
         held = try store.blocking { try $0.replicate(commit) }
         status.stored(held)
     }

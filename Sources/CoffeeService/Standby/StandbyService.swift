@@ -36,13 +36,23 @@ public final class StandbyService: Service {
             Thread.current.name = "standby"
             defer { finished.finish() }
             logger.notice("following the primary", metadata: ["query": "\(follow.query)", "updates": "\(follow.updates)"])
+            var refused: String?
             while !stopped.load(ordering: .relaxed) {
                 do {
                     var loop = FollowLoop(
-                        target: try StandbyReplica(store: store, status: status, logger: logger),
+                        target: try StandbyReplica(store: store, status: status, adopt: follow.adopt, logger: logger),
                         locate: { (follow.query, follow.updates) }, curve: curve, timeout: nil, requestTimeout: 5,
                         stopped: { stopped.load(ordering: .relaxed) })
                     try loop.run()
+                } catch let refusal as FeedRefusal {
+                    // Another history (docs/protocol.md §13): said once, tried again every 5 s quietly.
+                    if refused != refusal.description {
+                        logger.warning("\(refusal.description); trying again every 5 s")
+                        refused = refusal.description
+                    }
+                    let until = ContinuousClock.now + .seconds(5)
+                    while !stopped.load(ordering: .relaxed), ContinuousClock.now < until { usleep(50_000) }
+                    continue
                 } catch {
                     logger.error("cannot follow the primary; trying again in 5 s", metadata: ["error": "\(error)"])
                     let until = ContinuousClock.now + .seconds(5)

@@ -102,10 +102,11 @@ public final class Broadcaster: Service {
                 tick: {
                     let now = clock.now
                     if now >= nextBeat {
-                        let body = JSONValue.object([
-                            ("anchor", .int(self.anchor.load(ordering: .relaxed))),
-                            ("at", .string(RFC3339.string(Date()))),
-                        ])
+                        let body = JSONValue.object(
+                            [
+                                ("anchor", .int(self.anchor.load(ordering: .relaxed))),
+                                ("at", .string(RFC3339.string(Date()))),
+                            ] + self.store.identity.members)
                         _ = try? socket.send([Data("heartbeat".utf8), body.data()], dontWait: true)
                         nextBeat = now + interval
                     }
@@ -175,16 +176,18 @@ public final class Broadcaster: Service {
     private func sendCommit(_ socket: ZMQSocket, _ commit: CommittedBatch) {
         for batch in commit.pages(of: Self.pageSize) {
             sendChanges(
-                socket, anchor: batch.anchor, previousAnchor: batch.previousAnchor, batch.resolved(), arrived: batch.arrived)
+                socket, identity: batch.identity, anchor: batch.anchor, previousAnchor: batch.previousAnchor,
+                batch.resolved(), arrived: batch.arrived)
         }
     }
 
     private func sendChanges(
-        _ socket: ZMQSocket, anchor newAnchor: Int64, previousAnchor: Int64, _ changes: AnchoredChanges,
-        arrived: ContinuousClock.Instant?
+        _ socket: ZMQSocket, identity: StoreIdentity?, anchor newAnchor: Int64, previousAnchor: Int64,
+        _ changes: AnchoredChanges, arrived: ContinuousClock.Instant?
     ) {
         let body = WireFormat.changesMessage(
-            anchor: newAnchor, previousAnchor: previousAnchor, added: changes.added, addedAnchors: changes.addedAnchors,
+            identity: identity, anchor: newAnchor, previousAnchor: previousAnchor, added: changes.added,
+            addedAnchors: changes.addedAnchors,
             deleted: changes.deleted, deletedAnchors: changes.deletedAnchors)
         _ = try? socket.send([Data("changes".utf8), Data(body)], dontWait: true)
         if let arrived { publishDelay.observe(ContinuousClock.now - arrived) }
@@ -234,7 +237,8 @@ public final class Broadcaster: Service {
             switch result {
             case .success(let page):
                 sendChanges(
-                    socket, anchor: page.anchor, previousAnchor: previous, page.anchored, arrived: batch.arrived)
+                    socket, identity: batch.identity, anchor: page.anchor, previousAnchor: previous, page.anchored,
+                    arrived: batch.arrived)
                 if page.hasMore, readPage(of: batch, after: page.anchor, reading) { return }
             case .failure(let error):
                 // Closed or expired: subscribers see the gap and resync.

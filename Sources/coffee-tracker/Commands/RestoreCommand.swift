@@ -1,3 +1,4 @@
+import CoffeeDomain
 import CoffeeService
 import Foundation
 import HealthStore
@@ -49,9 +50,12 @@ enum RestoreCommand {
         }
         defer { withExtendedLifetime(lock) {} }
         do {
+            // The model's cache names the store and epoch it was made from: the
+            // service rebuilds it at its next start (the restore raised the epoch).
             let result = try HealthStore.restore(from: file, to: configuration.storePath)
-            try? FileManager.default.removeItem(atPath: configuration.modelCachePath)
-            print("restored \(file) as \(configuration.storePath): anchor \(result.anchor)")
+            print(
+                "restored \(file) as \(configuration.storePath): anchor \(result.anchor), store \(UUIDText.string(result.identity.store)), epoch \(result.identity.epoch)"
+            )
             if let kept = result.kept { print("the store it replaced is kept as \(kept)") }
             return 0
         } catch let refusal as RestoreRefusal {

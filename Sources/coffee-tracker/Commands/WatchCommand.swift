@@ -22,7 +22,9 @@ enum WatchCommand {
         sparkline of the next 24 h, the anchor and the drinks held. Elsewhere
         it prints one line per state: "state JSON" with anchor, drinks (how
         many), digest (of their UUIDs), model (its anchor, or null), mgCaffeine,
-        applied and resyncs.
+        applied, resyncs, and store and epoch. When the store or its epoch
+        changes (a restore, a promotion, another service) it reads everything
+        again from the start and says so once, on stderr.
           --count N          stop after N states
           --timeout SECONDS  how long without reaching the service before it gives
                              up (default 5; 0 waits for ever); on a terminal it
@@ -57,9 +59,17 @@ enum WatchCommand {
             requestTimeout: min(5, max(1, seconds)))
         var seen = 0
         var lastModel: ModelSnapshot?
+        var identityChanges = 0
         do {
             for try await state in states {
                 seen += 1
+                if state.identityChanges > identityChanges {
+                    identityChanges = state.identityChanges
+                    lastModel = nil
+                    printError(
+                        "coffee-tracker watch: the service's store changed (now \(state.identity.map(\.description) ?? "unknown")): restored, promoted or another one; read everything again from the start"
+                    )
+                }
                 if tty {
                     if let model = state.model { lastModel = model }
                     draw(lastModel, state: state)
@@ -91,6 +101,8 @@ enum WatchCommand {
             ("digest", .string(String(digest, radix: 16))), ("model", state.model.map { .int($0.anchor) } ?? .null),
             ("mgCaffeine", state.model.map { .double($0.mgCaffeine) } ?? .null), ("applied", .int(Int64(state.applied))),
             ("resyncs", .int(Int64(state.resyncs))), ("reconnecting", .bool(state.reconnecting)),
+            ("store", state.identity.map { .string(UUIDText.string($0.store)) } ?? .null),
+            ("epoch", state.identity.map { .int($0.epoch) } ?? .null),
         ])
     }
 

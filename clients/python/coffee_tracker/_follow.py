@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional
@@ -10,6 +11,8 @@ import zmq
 
 if TYPE_CHECKING:
     from ._client import Client
+
+log = logging.getLogger("coffee_tracker")
 
 
 @dataclass
@@ -21,6 +24,10 @@ class State:
     anchor: int = 0
     drinks: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     model: Optional[Dict[str, Any]] = None
+    #: The store's identity `anchor` belongs to (PROTOCOL.md §13): its UUID
+    #: and epoch, None until known (or from a service that does not say).
+    store: Optional[str] = None
+    epoch: Optional[int] = None
 
 
 class Follower:
@@ -28,7 +35,10 @@ class Follower:
     what is queued at or below its anchor and applies each `changes` whose
     `previousAnchor` is its anchor. It resyncs from its anchor on a gap, on a
     `model` or `heartbeat` ahead of it, and after three heartbeat intervals
-    of silence (reconnecting); from null on `anchor_expired`."""
+    of silence (reconnecting); from null on `anchor_expired`, and when a
+    reply or a message shows another `store` or `epoch` (a restore, a
+    promotion, another service: PROTOCOL.md §13), which it logs once at
+    warning."""
 
     TOPICS = [b"changes", b"model", b"heartbeat"]
     PAGE = 10_000
@@ -79,6 +89,9 @@ class Follower:
             topic, body = socket.recv_multipart()
             message = json.loads(body)
             anchor = int(message.get("anchor", 0))
+            if self._another_history(message):
+                need_sync = True  # the resync reads everything again, from null
+                continue
             if topic == b"changes":
                 if anchor <= self.state.anchor:
                     continue  # already applied (queued before the resync's reply)
@@ -127,11 +140,20 @@ class Follower:
             model = None
         self.state.model = model if model is not None and int(model["anchor"]) == self.state.anchor else None
 
+    def _another_history(self, message: Dict[str, Any]) -> bool:
+        """Whether a reply or message names another store or epoch than the
+        state's (both known): then what is held means nothing there."""
+        if self.state.store is None or "store" not in message or "epoch" not in message:
+            return False
+        return (message["store"], int(message["epoch"])) != (self.state.store, self.state.epoch)
+
     def _read_from(self, start: Optional[int]) -> None:
         reply = self.client.changes(anchor=start, limit=self.PAGE)
-        if start is not None and int(reply["anchor"]) < start:
-            # The store is behind what we hold (restored, or a new one): start again.
+        if start is not None and (int(reply["anchor"]) < start or self._another_history(reply)):
+            # Another store or epoch (restored, promoted, another service), or
+            # one behind what we hold: start again from null.
             return self._read_from(None)
+        first = reply
         drinks = {} if start is None else dict(self.state.drinks)
         while True:
             for drink in reply["added"]:
@@ -142,7 +164,14 @@ class Follower:
             if not reply.get("hasMore"):
                 break
             reply = self.client.changes(anchor=anchor, limit=self.PAGE)
-        self.state = State(anchor=anchor, drinks=drinks, model=None)
+            if (reply.get("store"), reply.get("epoch")) != (first.get("store"), first.get("epoch")):
+                return self._read_from(None)  # it changed while we paged
+        store, epoch = reply.get("store"), reply.get("epoch")
+        if self._another_history(reply):
+            log.warning("the service's store changed (%s epoch %s, was %s epoch %s): read everything again from the start",
+                        store, epoch, self.state.store, self.state.epoch)
+        self.state = State(anchor=anchor, drinks=drinks, model=None, store=store,
+                           epoch=int(epoch) if epoch is not None else None)
         self.synced = True
 
     def _apply(self, message: Dict[str, Any]) -> None:
