@@ -1,10 +1,10 @@
 # coffee-tracker — build, run and test on a fresh Debian machine (as root).
 SWIFT ?= swift
 CONFIG ?= config/coffee-tracker.json
-APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev libmicrohttpd-dev libgnutls28-dev pkg-config chromium chromium-driver fuse3 openssl caddy nginx-light curl nodejs
+APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev libmicrohttpd-dev libgnutls28-dev pkg-config chromium chromium-driver fuse3 openssl caddy nginx-light curl nodejs mmdebstrap lintian
 PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client selenium mfusepy pyyaml jinja2
 
-.PHONY: all deps build release run test lint format unit integration pyenv bench bench-deps soak powercut tsan fuzz install clean shipped-check failover
+.PHONY: all deps build release run test lint format unit integration pyenv bench bench-deps soak powercut tsan fuzz install clean shipped-check failover deb deb-previous version-check
 
 all: build
 
@@ -20,11 +20,34 @@ deps:
 	@python3 -c "import zmq, pytest, pytest_timeout, prometheus_client, selenium, mfusepy, yaml, jinja2" 2>/dev/null || python3 -m pip install -q $(PY_PACKAGES)
 	@command -v cc >/dev/null || command -v gcc >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc >/dev/null; }
 
-build: deps
+## Package.swift reads VERSION: a new version must make SwiftPM read the manifest again.
+version-check:
+	@[ Package.swift -nt VERSION ] || touch Package.swift
+
+build: deps version-check
 	$(SWIFT) build
 
-release: deps
+release: deps version-check
 	$(SWIFT) build -c release
+
+## The Debian package (docs/protocol.md §14): the executable linked with Swift's static standard
+## library and Foundation, built apart (.build/deb), packaged by deploy/debian/build-deb.sh.
+deb: deps version-check
+	$(SWIFT) build -c release --product coffee-tracker --static-swift-stdlib --scratch-path .build/deb
+	deploy/debian/build-deb.sh .build/deb/release/coffee-tracker .build/deb/out
+
+## The previous commit's package, for the upgrade test (kept in .build/deb/previous by commit).
+deb-previous: deps
+	@rev=$$(git rev-parse --short HEAD~1); out=.build/deb/previous/$$rev; \
+	if ! ls $$out/*.deb >/dev/null 2>&1; then \
+	  rm -rf .build/deb/previous-tree && git worktree add -f --detach .build/deb/previous-tree HEAD~1 >/dev/null && \
+	  (cd .build/deb/previous-tree && $(SWIFT) build -c release --product coffee-tracker --static-swift-stdlib \
+	    --scratch-path ../previous-build) && \
+	  script=.build/deb/previous-tree/deploy/debian/build-deb.sh; [ -x $$script ] || script=deploy/debian/build-deb.sh; \
+	  $$script .build/deb/previous-build/release/coffee-tracker $$out \
+	    $$(.build/deb/previous-build/release/coffee-tracker --version | cut -d' ' -f2); \
+	  git worktree remove --force .build/deb/previous-tree; \
+	fi; ls $$out/*.deb
 
 ## Run the service in the foreground on the embedded defaults.
 run: release
@@ -55,7 +78,7 @@ pyenv: deps
 	@rm -rf clients/python/build clients/python/*.egg-info
 
 integration: build pyenv
-	COFFEE_TRACKER=$(CURDIR)/.build/debug/coffee-tracker $(PYENV)/bin/python -m pytest -q --timeout=300 Tests/integration
+	COFFEE_TRACKER=$(CURDIR)/.build/debug/coffee-tracker $(PYENV)/bin/python -m pytest -q -rs --timeout=300 Tests/integration
 
 ## Failover, round after round (Tests/failover/failover.py): kill -9 the primary under steady writes,
 ## promote the standby, count what was lost against the standby's lag, rejoin the old primary.

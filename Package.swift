@@ -1,5 +1,12 @@
 // swift-tools-version: 6.2
+import Foundation
 import PackageDescription
+
+/// The one version (the executable's `--version`, the Debian package's, the
+/// Python client's): the VERSION file beside this manifest.
+let version =
+    (try? String(contentsOfFile: Context.packageDirectory + "/VERSION", encoding: .utf8))?
+    .trimmingCharacters(in: .whitespacesAndNewlines) ?? "0.0.0"
 
 let strict: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
@@ -39,6 +46,8 @@ let package = Package(
         .target(name: "CHTTPServer", linkerSettings: [.linkedLibrary("microhttpd"), .linkedLibrary("gnutls")]),
         // Linux calls Glibc's Swift module leaves out (sync_file_range), compiled with _GNU_SOURCE.
         .target(name: "CLinux"),
+        // The VERSION file's version, compiled in (C defines carry values; Swift's do not).
+        .target(name: "CVersion", cSettings: [.define("COFFEE_TRACKER_VERSION", to: "\"\(version)\"")]),
 
         // Thin Swift wrappers over them.
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ", "Syscall"], swiftSettings: strict),
@@ -94,7 +103,7 @@ let package = Package(
             name: "coffee-tracker",
             dependencies: [
                 "CoffeeService", "CoffeeDomain", "HealthStore", "ZeroMQ", "SQLite", "CoffeeLogging", "Syscall", "CoffeeCharts",
-                "CoffeeTrackerClient", "CoffeeRelay", "CoffeeLifecycle",
+                "CoffeeTrackerClient", "CoffeeRelay", "CoffeeLifecycle", "CVersion",
             ],
             swiftSettings: strict),
 

@@ -197,8 +197,10 @@ def settle(node, timeout=10):
 
 
 def in_step(a, b, timeout=60):
+    """Waits until `b` holds what `a` holds: the same identity and anchor
+    first (cheap), then the same live drinks."""
     deadline = time.time() + timeout
-    while a.identity() != b.identity() or a.live() != b.live() or a.ping() != b.ping():
+    while (a.identity(), a.ping()) != (b.identity(), b.ping()) or a.live() != b.live():
         if time.time() > deadline:
             raise AssertionError(f"{b.folder} not in step with {a.folder}: anchors {a.ping()} and {b.ping()}")
         time.sleep(0.1)
