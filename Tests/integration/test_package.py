@@ -29,6 +29,8 @@ def why_not():
     for tool in ("mmdebstrap", "dpkg-deb", "lintian", "git"):
         if shutil.which(tool) is None:
             return f"the package test needs {tool} (make deps installs it)"
+    if subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD~1"], cwd=ROOT, capture_output=True).returncode != 0:
+        return "the package test upgrades from the previous commit's package, and this clone has no previous commit"
     try:
         urllib.request.urlopen("http://deb.debian.org/debian/dists/bookworm/Release", timeout=10).close()
     except OSError as error:
