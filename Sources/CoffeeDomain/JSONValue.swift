@@ -14,6 +14,11 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, Expressib
     case string(String)
     case array([JSONValue])
     case object([(String, JSONValue)])
+    /// A value already written as compact JSON (`WireFormat.drinksArray`),
+    /// copied out as it is: a page of thousands of drinks written straight
+    /// to bytes rather than through a tree of their members. Only ever
+    /// written; a reader never makes one.
+    case encoded([UInt8])
 
     public init(stringLiteral value: String) { self = .string(value) }
     public init(booleanLiteral value: Bool) { self = .bool(value) }
@@ -60,6 +65,8 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, Expressib
                 value.write(to: &out)
             }
             out.append(UInt8(ascii: "}"))
+        case .encoded(let bytes):
+            out += bytes
         }
     }
 

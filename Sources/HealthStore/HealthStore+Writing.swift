@@ -80,8 +80,9 @@ extension HealthStore {
     /// The leader's turn (`commitStaged(here:)`), on a producer's thread:
     /// one commit of what is queued, then what is left goes to the store's thread.
     func lead() {
-        guard writer.beginLeading() == .lead else { return }
-        takeSubmitted()
+        let action = writer.beginLeading()
+        takeSubmitted()  // queued, held, or refused by a store that is closing, as the writer decides
+        guard action == .lead else { return }
         if let entries = writer.flush() { commitEntries(entries) }
         if writer.endLeading() == .scheduleCommit { scheduleCommit() }
     }

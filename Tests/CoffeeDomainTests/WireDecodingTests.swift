@@ -44,6 +44,30 @@ struct WireDecodingTests {
 
     /// The `model` message's byte writer gives the bytes of the tree its
     /// members make, for models of many drinks, times and half-lives.
+    /// A `changes` reply's drinks, written straight to bytes, are the bytes
+    /// of the tree of their members, over random pages (sizes, types,
+    /// sources with quotes and non-ASCII text, versions, anchors).
+    @Test func aPagesDrinksAreTheTreesBytes() throws {
+        var rng = SplitMix(state: 11)
+        for round in 0..<60 {
+            let drinks = (0..<Int(rng.next() % 40)).map { i in
+                Drink(
+                    mgCaffeine: Double(rng.next() % 80_000) / 100,
+                    date: Date(timeIntervalSince1970: 1_700_000_000 + Double(rng.next() % 90_000_000) / 1000),
+                    version: Int64(rng.next() % 4) + 1,
+                    type: i % 3 == 0 ? DrinkType.allCases[Int(rng.next() % UInt64(DrinkType.allCases.count))] : nil,
+                    source: i % 4 == 0 ? "phone \(round) \"☕\" \\ é" : nil)
+            }
+            let anchors = drinks.indices.map { Int64(round * 1000 + $0 * 3 + 1) }
+            let tree = JSONValue.array(zip(drinks, anchors).map { WireFormat.json($0, anchor: $1) })
+            let written = WireFormat.drinksArray(drinks, anchors: anchors)
+            #expect(written.serialized() == tree.serialized())
+            let reply = JSONValue.object([("ok", true), ("added", written), ("anchor", .int(anchors.last ?? 0))])
+            let back = try JSONReader.parse(reply.data()).member("added").items().map(WireFormat.drink)
+            #expect(back == drinks)
+        }
+    }
+
     @Test func theModelMessageIsTheTreesBytes() throws {
         var rng = SplitMix(state: 7)
         for i in 0..<40 {

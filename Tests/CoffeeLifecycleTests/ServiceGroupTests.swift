@@ -84,14 +84,19 @@ struct ServiceGroupTests {
         #expect(entries.firstIndex(of: "all started")! > entries.firstIndex(of: "start b")!)
     }
 
-    @Test func aServiceThatFailsToStartIsNamedAndThoseAfterItNeverStart() async throws {
-        let journal = Journal()
-        let group = ServiceGroup(
+    /// `store`, then `name` behaving as `behaviour`, then `inbox`, in one group.
+    func group(_ journal: Journal, between name: String, _ behaviour: MockService.Behaviour) -> ServiceGroup {
+        ServiceGroup(
             services: [
                 MockService(name: "store", journal: journal),
-                MockService(name: "query", journal: journal, behaviour: .failsToStart),
+                MockService(name: name, journal: journal, behaviour: behaviour),
                 MockService(name: "inbox", journal: journal),
             ], logger: Logger(label: "test"))
+    }
+
+    @Test func aServiceThatFailsToStartIsNamedAndThoseAfterItNeverStart() async throws {
+        let journal = Journal()
+        let group = group(journal, between: "query", .failsToStart)
         let error = await runThenShutDown(group) as? ServiceGroupError
         #expect(error?.service == "query")
         #expect(error?.isStartFailure == true)
@@ -103,12 +108,7 @@ struct ServiceGroupTests {
 
     @Test func aServiceThatFailsWhileRunningEndsTheGroupAndIsNamed() async throws {
         let journal = Journal()
-        let group = ServiceGroup(
-            services: [
-                MockService(name: "store", journal: journal),
-                MockService(name: "ingest", journal: journal, behaviour: .failsAfterStart),
-                MockService(name: "inbox", journal: journal),
-            ], logger: Logger(label: "test"))
+        let group = group(journal, between: "ingest", .failsAfterStart)
         do {
             try await group.run()  // no shutdown is ever requested: the failure ends it
             Issue.record("the group should have thrown")

@@ -180,6 +180,9 @@ def test_a_standby_refuses_another_store_unless_told_to_adopt_it(folder):
         in_step(other, standby)
         assert identity(standby.request({"op": "ping"})) == identity(other.request({"op": "ping"}))
         assert "taking the primary's store" in standby.log_path.read_text()
+        # endpoints.json is kept current: written again when the standby took the other store.
+        wait_until(lambda: identity(json.loads((standby.data / "endpoints.json").read_text()))
+                   == identity(other.request({"op": "ping"})), 10, "endpoints.json still names the old store")
     finally:
         for s in (standby, other, primary):
             if s and s.process and s.process.poll() is None:

@@ -108,6 +108,7 @@ class Root:
             subprocess.run(["umount", "-l", str(self.path / mount)])
 
 
+@pytest.mark.timeout(1800)  # two release builds, static, from a clean clone
 def test_the_package_installs_on_a_fresh_debian_12_upgrades_and_purges():
     new, previous = make("deb"), make("deb-previous")
     lint = subprocess.run(["lintian", "--tag-display-limit", "0", str(new)], capture_output=True, text=True,

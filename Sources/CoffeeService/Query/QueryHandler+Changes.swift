@@ -31,7 +31,7 @@ extension QueryHandler {
             [("ok", true)] + identity.members + [
                 ("anchor", .int(page.anchor)),
                 ("hasMore", .bool(page.hasMore)),
-                ("added", .array(zip(page.added, page.addedAnchors).map { WireFormat.json($0, anchor: $1) })),
+                ("added", WireFormat.drinksArray(page.added, anchors: page.addedAnchors)),
                 ("deleted", .array(zip(page.deleted, page.deletedAnchors).map { WireFormat.json($0, anchor: $1) })),
             ])
     }
