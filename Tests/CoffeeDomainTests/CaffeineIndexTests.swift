@@ -70,7 +70,7 @@ struct CaffeineIndexTests {
                 // Time passes: drinks leave the window, future ones come due, midnights pass.
                 now += Double.random(in: 1...1800, using: &rng)
             } else {
-                // The holder prunes what is too old to matter (CoffeeData does once a minute).
+                // The holder prunes what is too old to matter (ModelState does once a minute).
                 let cutoff = now - CaffeineModel.retention
                 held = held.filter { $0.value.date >= cutoff }
                 index.removeAll(datedBefore: cutoff)

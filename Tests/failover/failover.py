@@ -11,7 +11,10 @@ a standby following it, a Python follower on the standby. Each round:
    asynchronous standby loses at most what its lag showed at the kill
    (the primary's last acknowledged anchor minus the standby's anchor),
    and nothing at or below its own anchor;
-5. the old primary restarts as the promoted one's standby: a later epoch of
+5. (first round) the old primary restarts as a primary, its history
+   diverged, and the promoted one, asked to follow it, refuses it: an older
+   epoch of its own store;
+6. the old primary restarts as the promoted one's standby: a later epoch of
    its store, so it drops its diverged history and copies it from 0.
 
 The two then swap roles for the next round. Prints one line per round and
@@ -246,6 +249,22 @@ def main():
             assert len(lost) <= lag, f"lost {len(lost)} acknowledged changes, the lag at the kill was {lag}"
             follow_until_equal(follower, have)
             follower.close()
+
+            if round_ == 1:
+                primary.start()  # the old primary, by mistake, as a primary: epoch `epoch`, a diverged history
+                assert primary.identity() == (store, epoch)
+                standby.stop()
+                standby.start(follow=primary)
+                log = standby.folder / "service.log"
+                deadline = time.time() + 30
+                while "older than this standby's epoch" not in log.read_text():
+                    assert time.time() < deadline, "the promoted store did not refuse the old primary"
+                    time.sleep(0.1)
+                assert standby.live() == have  # it serves what it holds
+                standby.stop()
+                standby.start()  # a primary again (one more epoch: it had started as a standby)
+                promoted = standby.identity()
+                primary.stop()
 
             primary.start(follow=standby)  # the old primary rejoins: a later epoch of its store
             in_step(standby, primary)
