@@ -79,11 +79,10 @@ extension ModelService {
     /// itself. Also run before the model is read for a reply, so a reply
     /// sees every commit made before it.
     func catchUp() async {
-        var (outcome, changed) = state.apply(takeArrived())
+        // A standby that takes another store or epoch does it in a `replacesAll`
+        // commit, which rebuilds (`tooLarge`), reading the new identity.
+        let (outcome, changed) = state.apply(takeArrived())
         if changed { cacheBehind = true }
-        // A standby that took another store or epoch replaced all it held (a
-        // `replacesAll` commit, which rebuilds); this catches a change whatever way it came.
-        if state.identity != store.identity { outcome = .tooLarge }
         do {
             switch outcome {
             case .applied, .alreadyHeld: break

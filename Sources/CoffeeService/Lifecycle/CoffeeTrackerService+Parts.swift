@@ -186,7 +186,8 @@ extension CoffeeTrackerService {
     func keepEndpointsCurrent(_ parts: Parts) async {
         let written = Mutex(parts.store.identity)
         await parts.store.observeCommits { batch in
-            guard let identity = batch.identity,
+            // Only a standby's commit that takes its primary's whole state changes it.
+            guard batch.replacesAll, let identity = batch.identity,
                 written.withLock({ last in
                     defer { last = identity }
                     return last != identity
