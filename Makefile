@@ -1,7 +1,7 @@
 # coffee-tracker — build, run and test on a fresh Debian machine (as root).
 SWIFT ?= swift
 CONFIG ?= config/coffee-tracker.json
-APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev libmicrohttpd-dev libgnutls28-dev pkg-config chromium chromium-driver fuse3 openssl caddy nginx-light curl nodejs mmdebstrap lintian
+APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev libmicrohttpd-dev libgnutls28-dev pkg-config chromium chromium-driver fuse3 openssl caddy nginx-light curl nodejs mmdebstrap lintian postgresql libpq-dev
 PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client selenium mfusepy pyyaml jinja2
 
 .PHONY: all deps build release run test lint format unit integration pyenv bench bench-deps soak powercut tsan fuzz install clean shipped-check failover deb deb-previous version-check
@@ -64,9 +64,15 @@ format:
 lint:
 	$(SWIFT) format lint --strict --recursive --configuration .swift-format $(SWIFT_FORMAT_PATHS)
 
+## The store's rules run on both stores: on SQLite, and on a PostgreSQL server of the tests'
+## own (Tests/postgres/server.sh, a socket folder and no TCP port), started here and stopped after.
+## Sessions that wait for a synchronous standby are the tests' choice: the server names one that never comes.
 unit: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test < /dev/null
+	@pg=$$(mktemp -d /tmp/ct-pg-unit-XXXXXX) && chmod 755 $$pg && \
+	conninfo=$$(Tests/postgres/server.sh start $$pg/server synchronous_commit=local synchronous_standby_names=ghost max_connections=300) || exit 1; \
+	COFFEE_TRACKER_TEST_POSTGRES="$$conninfo" $(SWIFT) test < /dev/null; rc=$$?; \
+	Tests/postgres/server.sh stop $$pg/server immediate; rm -rf $$pg; exit $$rc
 
 ## The Python client (clients/python) installed as a user would, into a
 ## virtual environment that sees the test tools; the integration tests run there.
@@ -106,13 +112,16 @@ bench: release bench-deps
 	python3 bench/standby.py --out bench/standby.json
 	python3 bench/backup.py --out bench/backup.json
 	python3 bench/door.py --out bench/door.json
+	python3 bench/postgresql.py --out bench/postgresql.json
 
-## The baselines of bench/health.py (xmllint, unzip, healthkit-to-sqlite), bench/backup.py (sqlite3) and bench/door.py (openssl).
+## The baselines of bench/health.py (xmllint, unzip, healthkit-to-sqlite), bench/backup.py (sqlite3), bench/door.py (openssl)
+## and bench/postgresql.py (psycopg).
 BENCH_APT := libxml2-utils unzip sqlite3 openssl
 bench-deps:
 	@for p in $(BENCH_APT); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 	@command -v healthkit-to-sqlite >/dev/null || python3 -m pip install -q healthkit-to-sqlite
+	@python3 -c "import psycopg" 2>/dev/null || python3 -m pip install -q "psycopg[binary]"
 
 ## The Swift tests under ThreadSanitizer (never part of `make test`: a separate build, minutes).
 tsan: deps

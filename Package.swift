@@ -34,6 +34,8 @@ let package = Package(
         // C libraries from Debian's packages (libzmq3-dev, libsqlite3-dev).
         .systemLibrary(name: "CZeroMQ", path: "Sources/CZeroMQ"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        // A store in PostgreSQL (PROTOCOL.md §11): libpq (libpq-dev).
+        .systemLibrary(name: "CPostgreSQL", path: "Sources/CPostgreSQL", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // Apple Health exports: libxml2's streaming reader (libxml2-dev), and the zip through libarchive (libarchive-dev).
         .systemLibrary(name: "CLibXML2", path: "Sources/CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         // Its reader behind a header that names no libxml2 type (libxml2's headers pull in ICU's, which clash with Foundation's).
@@ -52,6 +54,7 @@ let package = Package(
         // Thin Swift wrappers over them.
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ", "Syscall"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: withTestHooks),
+        .target(name: "PostgreSQL", dependencies: ["CPostgreSQL"], swiftSettings: strict),
 
         // One helper for raw system calls (EINTR retried, errno captured at once), and durable whole-file writes.
         .target(name: "Syscall", dependencies: ["CLinux"], swiftSettings: strict),
@@ -69,7 +72,8 @@ let package = Package(
 
         // The anchored store (HealthKit's role in the seed).
         .target(
-            name: "HealthStore", dependencies: ["CoffeeDomain", "SQLite", "CoffeeLogging", "CoffeeLifecycle", "Syscall"],
+            name: "HealthStore",
+            dependencies: ["CoffeeDomain", "SQLite", "PostgreSQL", "CoffeeLogging", "CoffeeLifecycle", "Syscall"],
             swiftSettings: withTestHooks),
 
         // The model (the seed's CoffeeData), its follower of the store and its cache (see the README's table).
@@ -120,7 +124,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "CoffeeChartsTests", dependencies: ["CoffeeCharts", "CoffeeDomain"], swiftSettings: strict),
         .testTarget(
-            name: "HealthStoreTests", dependencies: ["HealthStore", "CoffeeDomain", "SQLite", "CoffeeLogging"],
+            name: "HealthStoreTests", dependencies: ["HealthStore", "CoffeeDomain", "SQLite", "PostgreSQL", "CoffeeLogging"],
             swiftSettings: strict),
         .testTarget(
             name: "CoffeeModelTests",

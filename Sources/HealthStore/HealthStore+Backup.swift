@@ -52,6 +52,7 @@ extension HealthStore {
     ///   `SQLiteError`, `StoreError` or `SystemCallError` naming what
     ///   failed otherwise. Nothing is left at `path` then.
     public nonisolated func backup(to path: String) async throws -> BackupResult {
+        guard !isShared else { throw StoreError.io("a store in PostgreSQL is backed up with pg_dump or pg_basebackup") }
         guard !FileManager.default.fileExists(atPath: path) else {
             throw SystemCallError(call: "backup", detail: path, errno: EEXIST)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import PostgreSQL
 import SQLite
 
 /// Storage faults (disk full, I/O error, read-only file system) as a state
@@ -27,8 +28,11 @@ extension HealthStore {
 
     /// The fault's description when `error` is a storage fault, else nil.
     static func storageFault(_ error: any Error) -> String? {
-        guard let error = error as? SQLiteError, error.isStorageFault else { return nil }
-        return error.message
+        if let error = error as? SQLiteError, error.isStorageFault { return error.message }
+        if let error = error as? PostgreSQLError, error.isUnavailable {
+            return "the database is unreachable: \(error.message)"
+        }
+        return nil
     }
 
     /// A commit of `entries` (none for a stream, whose caller is told by
@@ -58,14 +62,19 @@ extension HealthStore {
         logger.notice("the store writes again", metadata: ["was": "\(reason)", "held": "\(held)"])
         commitPending()
         for waiter in waiters { waiter.resume() }
+        if statements.dialect.isShared { scheduleCatchUp() }  // what others committed meanwhile
     }
 
     /// Tries to write every `faultRetryInterval` until a write succeeds, or
     /// the store closes (which cancels it).
     private func retryWhileFaulted() async {
+        var interval = configuration.faultRetryInterval
         while !Task.isCancelled {
-            try? await configuration.timerClock.sleep(for: configuration.faultRetryInterval)
-            guard !Task.isCancelled, let db else { return }
+            try? await configuration.timerClock.sleep(for: interval)
+            guard !Task.isCancelled, isOpen else { return }
+            // A database away is tried again less and less often, up to 8
+            // intervals apart; a disk is local, and tried every interval.
+            if statements.dialect.isShared { interval = min(interval * 2, configuration.faultRetryInterval * 8) }
             takeSubmitted()
             switch writer.retry() {
             case .stop:
@@ -74,8 +83,11 @@ extension HealthStore {
                 commitEntries(entries)  // ends the fault when it commits
             case .probe:
                 do {
-                    // An empty write: it appends to the WAL as a commit does.
-                    try db.transaction { try statements.setMeta("anchor", currentAnchor) }
+                    // An empty write: it appends to the WAL as a commit does
+                    // (a shared store's sets the counter row to what it holds).
+                    try statements.transaction {
+                        try statements.setMeta("anchor", try statements.lockAnchor() ?? currentAnchor)
+                    }
                     if case .leftFault(let reason, let held, let waiters) = writer.committed(wroteSomething: true) {
                         leftFault(reason, held: held, waiters: waiters)
                     }

@@ -29,18 +29,21 @@ extension HealthStore: Service {
     /// highest anchor purged. Returns how many were removed.
     @discardableResult
     public func purgeTombstones() throws -> Int {
-        guard let db else { throw StoreError.closed }
+        guard isOpen else { throw StoreError.closed }
         guard configuration.purgesTombstones else { return 0 }
         let cutoff = configuration.clock.now().addingTimeInterval(-configuration.tombstoneRetention)
         let cutoffMs = Int64((cutoff.timeIntervalSince1970 * 1000).rounded())
-        return try db.transaction {
+        return try statements.transaction {
+            // A shared store's purge waits for the commits of every service
+            // (the counter row's lock), and keeps what another's purge kept.
+            let anchor = try statements.lockAnchor() ?? currentAnchor
             guard let highest = try statements.highestExpiredTombstone(before: cutoffMs) else { return 0 }
             let removed = try statements.purgeTombstones(before: cutoffMs)
-            purgedAnchor = max(purgedAnchor, highest)
+            purgedAnchor = max(purgedAnchor, highest, try statements.meta("purged_anchor") ?? 0)
             try statements.setMeta("purged_anchor", purgedAnchor)
             // The records' highest anchor may have gone with them: the
             // anchor is kept here so it never goes back (`HealthStore.init`).
-            try statements.setMeta("anchor", currentAnchor)
+            try statements.setMeta("anchor", anchor)
             logger.info("purged tombstones", metadata: ["count": "\(removed)", "purgedAnchor": "\(purgedAnchor)"])
             return removed
         }

@@ -15,11 +15,13 @@ extension HealthStore {
     /// - Throws: `StoreError.anchorExpired` when tombstones after `since`
     ///   were purged, so the caller must resync from nil.
     public func changes(since: Int64?, limit: Int, through: Int64? = nil) throws -> ChangeSet {
-        guard db != nil else { throw StoreError.closed }
+        guard isOpen else { throw StoreError.closed }
         if let since, since < purgedAnchor { throw StoreError.anchorExpired(requested: since, purged: purgedAnchor) }
         let limit = max(1, limit)
         let end = min(through ?? currentAnchor, currentAnchor)
-        let rows = try statements.changes(after: since ?? 0, through: end, liveOnly: since == nil, limit: limit + 1)
+        let rows = try reading {
+            try statements.changes(after: since ?? 0, through: end, liveOnly: since == nil, limit: limit + 1)
+        }
         let hasMore = rows.count > limit
         let page = rows.prefix(limit)
         let changes = AnchoredChanges(page.lazy.map { (anchor: $0.anchor, change: $0.change) })
@@ -46,18 +48,33 @@ extension HealthStore {
     /// 0.1 s per million records), so it is for what the model does not hold:
     /// a rebuild, a model of a past time, a picture before the model has loaded.
     public func drinks(datedIn range: ClosedRange<Date>) throws -> [Drink] {
-        guard db != nil else { throw StoreError.closed }
-        return try statements.drinks(
-            from: Int64((range.lowerBound.timeIntervalSince1970 * 1000).rounded(.down)),
-            to: Int64((range.upperBound.timeIntervalSince1970 * 1000).rounded(.up)))
+        guard isOpen else { throw StoreError.closed }
+        return try reading {
+            try statements.drinks(
+                from: Int64((range.lowerBound.timeIntervalSince1970 * 1000).rounded(.down)),
+                to: Int64((range.upperBound.timeIntervalSince1970 * 1000).rounded(.up)))
+        }
     }
 
     /// Live drinks dated from `start` on, with the anchor they reflect, read
     /// together: what a model rebuilds from.
     public func window(datedFrom start: Date) throws -> (drinks: [Drink], anchor: Int64) {
-        guard db != nil else { throw StoreError.closed }
-        let drinks = try statements.drinks(from: Int64((start.timeIntervalSince1970 * 1000).rounded(.down)), to: .max)
+        guard isOpen else { throw StoreError.closed }
+        let drinks = try reading {
+            try statements.drinks(from: Int64((start.timeIntervalSince1970 * 1000).rounded(.down)), to: .max)
+        }
         return (drinks, currentAnchor)
+    }
+
+    /// A read; one that finds the database unreachable throws
+    /// `StoreError.unavailable`, as a write would.
+    func reading<T>(_ read: () throws -> T) throws -> T {
+        do {
+            return try read()
+        } catch {
+            if let reason = Self.storageFault(error) { throw StoreError.unavailable(reason) }
+            throw error
+        }
     }
 
     public func statistics() -> StoreStatistics {

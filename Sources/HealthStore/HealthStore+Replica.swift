@@ -84,7 +84,7 @@ extension HealthStore {
             }
             if let identity = commit.identity {
                 // In this transaction, and seen by the announcement after it.
-                try StoreIdentityRecord.write(identity, standby: true, to: db!)
+                try StoreIdentityRecord.write(identity, standby: true, to: db!)  // a standby's store is a file
                 identityNow.withLock { $0 = IdentityNow(identity: identity, upgraded: false) }
             }
         }

@@ -1,6 +1,5 @@
 import CoffeeDomain
 import Foundation
-import SQLite
 
 /// Writing: the group commit and its one commit path (`commit`); the store
 /// rules are in `HealthStore+Rules.swift`, what producers hand over in
@@ -147,14 +146,20 @@ extension HealthStore {
         arrived: ContinuousClock.Instant?, _ body: (inout CommitChanges) throws -> Value,
         delivered: (Value) -> Void = { _ in }
     ) -> CommitOutcome<Value> {
-        guard let db else { return .failed(StoreError.closed) }
-        let previous = currentAnchor
+        guard isOpen else { return .failed(StoreError.closed) }
+        var previous = currentAnchor
         var changes = CommitChanges()
         changes.arrived = arrived
         let started = ContinuousClock.now
         let value: Value
         do {
-            value = try db.transaction { try body(&changes) }
+            value = try statements.transaction {
+                // A shared store's anchor is the counter row's, locked until COMMIT.
+                if let locked = try statements.lockAnchor() { (previous, currentAnchor) = (locked, locked) }
+                let value = try body(&changes)
+                if let anchor = changes.anchor { try statements.advanceAnchor(to: anchor) }
+                return value
+            }
         } catch {
             currentAnchor = previous
             if let reason = Self.storageFault(error) { return .storageFault(reason) }
@@ -209,8 +214,12 @@ extension HealthStore {
         commits += 1
         guard let anchor = changes.anchor else { return }
         currentAnchor = anchor
+        // Another service's commits before this one are announced first; if
+        // they cannot be read now, this one waits with them for the catch-up.
+        if statements.dialect.isShared, announceStored(through: previous) < previous { return }
         var batch = changes.committed(previousAnchor: previous, anchor: anchor)
         batch.identity = identity
         for observer in observers { observer(batch) }
+        announcedAnchor = anchor
     }
 }

@@ -2,12 +2,16 @@ import CoffeeDomain
 import CoffeeLifecycle
 import CoffeeLogging
 import Foundation
+import PostgreSQL
 import SQLite
 import Synchronization
 
 /// The anchored store: HealthKit's role in the seed.
 ///
-/// SQLite in WAL mode with `synchronous=FULL`. Every change that takes
+/// SQLite in WAL mode with `synchronous=FULL`, or a PostgreSQL database that
+/// several services share (`Configuration.postgresql`, docs/protocol.md §11;
+/// `HealthStore+Shared.swift`); the rules and the commit path are the same
+/// code for both (`Statements`, over `RecordConnection`). Every change that takes
 /// effect gets the next anchor, committed in the same transaction as the data.
 /// The actor runs on a thread of its own, so fsync never blocks the
 /// cooperative pool; while that thread is idle, a producer may borrow its
@@ -23,6 +27,9 @@ public actor HealthStore {
     public struct Configuration: Sendable {
         /// The SQLite file; created if missing.
         public var path: String
+        /// A PostgreSQL database instead of the file (libpq's conninfo,
+        /// `store.postgresql.conninfo`): a store several services may share.
+        public var postgresql: String?
         /// How long tombstones are kept before `purgeTombstones` removes them
         /// (`store.tombstoneRetentionDays`, default 30 days).
         public var tombstoneRetention: TimeInterval
@@ -62,8 +69,18 @@ public actor HealthStore {
 
     let configuration: Configuration
     let logger: Logger
+    /// The SQLite connection; nil for a store in PostgreSQL (and once closed).
     var db: Database?
-    let statements: Statements
+    /// Until `close()`.
+    var isOpen = true
+    let statements: any RecordStatements
+    /// A shared store's listener of other services' commits.
+    nonisolated let listener: SharedStoreListener?
+    /// The last anchor announced to the observers: a shared store announces
+    /// other services' commits before its own (`HealthStore+Shared.swift`).
+    var announcedAnchor: Int64
+    /// A catch-up of a shared store's announcements is queued on the store's thread.
+    nonisolated let catchUpQueued = Atomic<Bool>(false)
 
     var currentAnchor: Int64
     var purgedAnchor: Int64
@@ -118,51 +135,91 @@ public actor HealthStore {
     /// commit order. It must only queue work, never block.
     public typealias CommitObserver = @Sendable (CommittedBatch) -> Void
 
-    /// Opens the store at `configuration.path`, creating or migrating it.
+    /// Opens the store at `configuration.path`, creating or migrating it,
+    /// or in the PostgreSQL database of `configuration.postgresql`.
     ///
-    /// - Throws: `StoreError` when the file is corrupt, not ours, or from a
-    ///   newer version; `SQLiteError` when it cannot be opened at all.
+    /// - Throws: `StoreError` when the file or database is corrupt, not
+    ///   ours, or from a newer version; `SQLiteError` when the file cannot be
+    ///   opened at all; `PostgreSQLError` when the database cannot be reached.
     public init(configuration: Configuration, logger: Logger) throws {
         self.logger = logger
-        let db = try Database(path: configuration.path)
+        let opened =
+            if let conninfo = configuration.postgresql {
+                try Self.openShared(conninfo)
+            } else {
+                try Self.openFile(configuration.path)
+            }
+        db = opened.file
+        statements = opened.statements
+        currentAnchor = opened.anchor
+        announcedAnchor = opened.anchor
+        purgedAnchor = opened.purgedAnchor
+        let identity = try StoreIdentityRecord.open(
+            opened.connection, asStandby: configuration.standby, anchor: opened.anchor)
+        identityNow = Mutex(IdentityNow(identity: identity.identity, upgraded: identity.upgraded))
+        if let event = identity.event {
+            logger.notice(
+                "the store's identity: \(event)",
+                metadata: ["store": "\(UUIDText.string(identity.identity.store))", "epoch": "\(identity.identity.epoch)"])
+        }
+        self.configuration = configuration
+        self.executor = ThreadExecutor(name: "store")
+        listener = configuration.postgresql.map { SharedStoreListener(conninfo: $0, logger: logger) }
+        startListening()
+    }
+
+    /// What an open found: the connection and statements, the anchors.
+    struct Opened {
+        var connection: any RecordConnection
+        var file: Database?
+        var statements: any RecordStatements
+        var anchor: Int64
+        var purgedAnchor: Int64
+    }
+
+    private static func openFile(_ path: String) throws -> Opened {
+        let db = try Database(path: path)
         do {
             // One process owns the store: the lock is taken at the first read
             // and held until close, so a second service on the same file is
             // refused, and no transaction pays for file locks or a
             // shared-memory WAL index (set before the first WAL read).
             try db.execute("PRAGMA locking_mode=EXCLUSIVE")
-            try StoreSchema.prepare(db, path: configuration.path)
+            try StoreSchema.prepare(db, path: path)
             let mode = try db.text("PRAGMA journal_mode=WAL")
             guard mode?.lowercased() == "wal" else {
-                throw StoreError.io("\(configuration.path): could not enable WAL (journal_mode is \(mode ?? "unknown"))")
+                throw StoreError.io("\(path): could not enable WAL (journal_mode is \(mode ?? "unknown"))")
             }
             try db.execute("PRAGMA synchronous=FULL")
             // Random-key upserts touch B-tree pages all over the file; the
             // default 2 MB cache sends most of them back to the kernel.
             try db.execute("PRAGMA cache_size=-32768")
             try db.execute("PRAGMA foreign_keys=OFF")
-            statements = try Statements(db)
             // Each change's anchor is its record's rowid, so the highest one
             // costs a commit no extra page; a purge that removes it first
             // writes it into `meta` (`purgeTombstones`).
-            currentAnchor = try StoreSchema.anchor(of: db)
-            purgedAnchor = try db.scalar("SELECT value FROM meta WHERE key = 'purged_anchor'") ?? 0
-            let opened = try StoreIdentityRecord.open(db, asStandby: configuration.standby, anchor: currentAnchor)
-            identityNow = Mutex(IdentityNow(identity: opened.identity, upgraded: opened.upgraded))
-            if let event = opened.event {
-                logger.notice(
-                    "the store's identity: \(event)",
-                    metadata: ["store": "\(UUIDText.string(opened.identity.store))", "epoch": "\(opened.identity.epoch)"])
-            }
+            return Opened(
+                connection: db, file: db, statements: try Statements(db), anchor: try StoreSchema.anchor(of: db),
+                purgedAnchor: try db.scalar("SELECT value FROM meta WHERE key = 'purged_anchor'") ?? 0)
         } catch let error as SQLiteError where error.isCorruption {
-            throw StoreError.corrupt(configuration.path, error.message)
+            throw StoreError.corrupt(path, error.message)
         } catch let error as SQLiteError where error.isBusy {
-            throw StoreError.inUse(configuration.path)
+            throw StoreError.inUse(path)
         }
-        self.db = db
-        self.configuration = configuration
-        self.executor = ThreadExecutor(name: "store")
     }
+
+    private static func openShared(_ conninfo: String) throws -> Opened {
+        let db = try Connection(conninfo: conninfo)
+        try SharedStoreSchema.prepare(db)
+        return Opened(
+            connection: db, statements: try Statements(db),
+            anchor: try db.scalar("SELECT value FROM meta WHERE key = 'anchor'") ?? 0,
+            purgedAnchor: try db.scalar("SELECT value FROM meta WHERE key = 'purged_anchor'") ?? 0)
+    }
+
+    /// The store is in PostgreSQL, which several services may share
+    /// (docs/protocol.md §11): backups and restores are PostgreSQL's.
+    public nonisolated var isShared: Bool { configuration.postgresql != nil }
 
     /// The store's identity now: `store` and `epoch` (docs/protocol.md §13).
     public nonisolated var identity: StoreIdentity { identityNow.withLock { $0.identity } }
@@ -184,8 +241,10 @@ public actor HealthStore {
     /// thread. Later calls fail with `StoreError.closed`.
     public func close() {
         drainAndClose()
+        stopListening()
         observers = []
         statements.finalize()
+        isOpen = false
         if let db {
             if copiesOfMainFile == 0 {
                 try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -194,6 +253,8 @@ public actor HealthStore {
                 db.setCheckpointOnClose(false)
             }
             db.close()  // releases the exclusive lock now, not when the last reference goes
+        } else {
+            statements.closeConnection()
         }
         db = nil
         executor.stop()

@@ -1,18 +1,19 @@
 import CoffeeDomain
 import Foundation
-import SQLite
 
-/// A standby's writes (docs/protocol.md §11): each change as its primary made it.
+/// A standby's writes (docs/protocol.md §11), and a migration's: each
+/// change as another store made it, under its anchor.
 extension Statements {
     /// Writes `change` under the primary's `anchor`, replacing any record of
     /// its UUID whatever its version: the primary applied the rules already,
     /// and the standby holds what the primary holds.
     func replicate(_ change: CommittedBatch.Change, anchor: Int64, now: Int64) throws {
         if replicaStatement == nil {
-            replicaStatement = try db.prepare(
+            let p = dialect.p
+            replicaStatement = try db.statement(
                 """
                 INSERT INTO records(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms)
-                VALUES (?1, ?2, ?9, ?3, ?4, ?5, ?6, ?7, ?8)
+                VALUES (\(p(1)), \(p(2)), \(p(9)), \(p(3)), \(p(4)), \(p(5)), \(p(6)), \(p(7)), \(p(8)))
                 ON CONFLICT(uuid) DO UPDATE SET
                     version = excluded.version, deleted = excluded.deleted, anchor = excluded.anchor,
                     date_ms = excluded.date_ms, mg = excluded.mg, type = excluded.type,
@@ -25,7 +26,7 @@ extension Statements {
             try bindRecord(drink, anchor: anchor, now: now, to: s, from: 1)
             try s.bind(9, Int64(0))
         case .deleted(let tombstone):
-            try bind(tombstone.uuid, to: s, at: 1)
+            try s.bind(1, uuid: tombstone.uuid)
             try s.bind(2, tombstone.version)
             try s.bind(3, anchor)
             for column: Int32 in 4...7 { try s.bindNull(column) }
@@ -37,13 +38,13 @@ extension Statements {
 
     /// Tombstones at or below `anchor` gone: a standby following its primary's purge.
     func purgeTombstones(through anchor: Int64) throws {
-        let s = try db.prepare("DELETE FROM records WHERE deleted = 1 AND anchor <= ?1")
+        let s = try cached("DELETE FROM records WHERE deleted = 1 AND anchor <= \(dialect.p(1))")
         try s.bind(1, anchor)
         try s.run()
     }
 
     /// Every record gone: a standby about to take its primary's whole state.
     func deleteAllRecords() throws {
-        try db.execute("DELETE FROM records")
+        try db.executeSQL("DELETE FROM records")
     }
 }

@@ -1,9 +1,11 @@
 import CoffeeDomain
 import Foundation
-import SQLite
 
-/// The store's prepared statements, and the mapping between rows and drinks.
-final class Statements: @unchecked Sendable {
+/// The store's statements, and the mapping between rows and drinks: one
+/// definition over both stores (`RecordConnection`), the dialect's
+/// differences written into each statement's text.
+final class Statements<Connection: RecordConnection>: RecordStatements, @unchecked Sendable {
+    typealias Statement = Connection.Prepared
     private var upsertStatement: Statement?
     /// `INSERT OR IGNORE` of `rows` new records in one statement, by `rows`.
     private var insertStatements: [Int: Statement] = [:]
@@ -16,44 +18,65 @@ final class Statements: @unchecked Sendable {
     private var lookupStatement: Statement?
     private var tombstoneStatement: Statement?
     private var metaStatement: Statement?
+    /// The counter row under its lock, and its update (a shared store's).
+    private var lockAnchorStatement: Statement?
+    private var advanceAnchorStatement: Statement?
     /// A standby's write (`Statements+Replica.swift`), prepared at its first use.
     var replicaStatement: Statement?
-    let db: Database
+    /// The statements of reads and maintenance, by their text, prepared at
+    /// first use (a PostgreSQL session keeps each until it ends).
+    private var prepared: [String: Statement] = [:]
+    let db: Connection
+    var dialect: SQLDialect { db.dialect }
 
-    init(_ db: Database) throws {
+    init(_ db: Connection) throws {
         self.db = db
+        let p = db.dialect.p
         // Stored when no record exists, or replaces one with a lower version
         // (reviving a tombstone too).
-        upsertStatement = try db.prepare(
+        upsertStatement = try db.statement(
             """
             INSERT INTO records(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms)
-            VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, ?7, ?8)
+            VALUES (\(p(1)), \(p(2)), 0, \(p(3)), \(p(4)), \(p(5)), \(p(6)), \(p(7)), \(p(8)))
             ON CONFLICT(uuid) DO UPDATE SET
                 version = excluded.version, deleted = 0, anchor = excluded.anchor,
                 date_ms = excluded.date_ms, mg = excluded.mg, type = excluded.type,
                 source = excluded.source, changed_ms = excluded.changed_ms
-            WHERE excluded.version > records.version
+            WHERE excluded.version > records.version \(db.dialect.upsertReturning?.clause ?? "")
             """)
-        for rows in Self.insertRuns {
+        for rows in SQLDialect.insertRuns {
             let values = (0..<rows).map { k in
-                let p = 8 * k
-                return "(?\(p + 1), ?\(p + 2), 0, ?\(p + 3), ?\(p + 4), ?\(p + 5), ?\(p + 6), ?\(p + 7), ?\(p + 8))"
+                let n = 8 * k
+                return
+                    "(\(p(n + 1)), \(p(n + 2)), 0, \(p(n + 3)), \(p(n + 4)), \(p(n + 5)), \(p(n + 6)), \(p(n + 7)), \(p(n + 8)))"
             }
-            insertStatements[rows] = try db.prepare(
-                "INSERT OR IGNORE INTO records(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms) VALUES "
-                    + values.joined(separator: ", "))
+            insertStatements[rows] = try db.statement(
+                db.dialect.insertSkipping(
+                    "(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms) VALUES "
+                        + values.joined(separator: ", ")))
         }
-        undoRunStatement = try db.prepare("DELETE FROM records WHERE anchor >= ?1 AND anchor < ?2")
-        lookupStatement = try db.prepare("SELECT version, deleted FROM records WHERE uuid = ?1")
-        tombstoneStatement = try db.prepare(
+        undoRunStatement = try db.statement("DELETE FROM records WHERE anchor >= \(p(1)) AND anchor < \(p(2))")
+        lookupStatement = try db.statement("SELECT version, deleted FROM records WHERE uuid = \(p(1))")
+        tombstoneStatement = try db.statement(
             """
             INSERT INTO records(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms)
-            VALUES (?1, ?2, 1, ?3, NULL, NULL, NULL, NULL, ?4)
+            VALUES (\(p(1)), \(p(2)), 1, \(p(3)), NULL, NULL, NULL, NULL, \(p(4)))
             ON CONFLICT(uuid) DO UPDATE SET
                 version = excluded.version, deleted = 1, anchor = excluded.anchor,
                 date_ms = NULL, mg = NULL, type = NULL, source = NULL, changed_ms = excluded.changed_ms
             """)
-        metaStatement = try db.prepare("UPDATE meta SET value = ?2 WHERE key = ?1")
+        metaStatement = try db.statement(
+            """
+            INSERT INTO meta(key, value) VALUES (\(p(1)), \(p(2)))
+            ON CONFLICT(key) DO UPDATE SET value = excluded.value
+            """)
+        if db.dialect.isShared {
+            lockAnchorStatement = try db.statement("SELECT value FROM meta WHERE key = 'anchor' FOR UPDATE")
+            // The notification is sent at COMMIT, to every service listening (`SharedStoreListener`).
+            advanceAnchorStatement = try db.statement(
+                "WITH counter AS (UPDATE meta SET value = \(p(1)) WHERE key = 'anchor') SELECT pg_notify('\(SharedStoreListener.channel)', \(p(2)))"
+            )
+        }
     }
 
     func finalize() {
@@ -64,33 +87,58 @@ final class Statements: @unchecked Sendable {
         tombstoneStatement = nil
         metaStatement = nil
         replicaStatement = nil
+        prepared = [:]
+        lockAnchorStatement = nil
+        advanceAnchorStatement = nil
     }
 
-    /// What an upsert did.
-    enum Upsert {
-        /// A new record.
-        case inserted
-        /// A newer version over a record (live or a tombstone).
-        case replaced
-        /// Nothing: the record's version was not lower.
-        case unchanged
+    /// `sql` prepared once, reset for its next use.
+    func cached(_ sql: String) throws -> Statement {
+        if let s = prepared[sql] {
+            s.reset()
+            return s
+        }
+        let s = try db.statement(sql)
+        prepared[sql] = s
+        return s
     }
 
-    func upsert(_ drink: Drink, anchor: Int64, now: Int64) throws -> Upsert {
+    func closeConnection() { db.close() }
+
+    func transaction<T>(_ body: () throws -> T) throws -> T { try db.inTransaction(body) }
+
+    /// A shared store's anchor at the start of a commit, read from the
+    /// counter row and locked by it until the commit ends, so that commits
+    /// of every service take their anchors one after another; nil for a
+    /// store of one process (its anchor is its own).
+    func lockAnchor() throws -> Int64? {
+        guard let s = lockAnchorStatement else { return nil }
+        defer { s.reset() }
+        guard try s.step() else { throw StoreError.io("the store's counter row is missing") }
+        return s.int64(0)
+    }
+
+    /// A shared store's counter row set to the commit's last anchor, in its
+    /// transaction, and the other services told at COMMIT.
+    func advanceAnchor(to anchor: Int64) throws {
+        guard let s = advanceAnchorStatement else { return }
+        try s.bind(1, anchor)
+        try s.bind(2, String(anchor))
+        try s.run()
+    }
+
+    func upsert(_ drink: Drink, anchor: Int64, now: Int64) throws -> RecordUpsert {
         let s = upsertStatement!
         try bindRecord(drink, anchor: anchor, now: now, to: s, from: 1)
+        if let returning = dialect.upsertReturning {
+            defer { s.reset() }
+            guard try s.step() else { return .unchanged }  // the version was not lower: no row
+            return s.string(0) == returning.inserted ? .inserted : .replaced
+        }
         try s.run()
         guard db.changes > 0 else { return .unchanged }
-        // Anchors only grow, so the last rowid inserted is this anchor only if this row is new.
-        return db.lastInsertRowID == anchor ? .inserted : .replaced
+        return db.insertedRow(at: anchor) ? .inserted : .replaced
     }
-
-    /// How many rows `insertNew` takes at once, largest first. One
-    /// statement of many rows keeps SQLite's cursors open from row to row
-    /// instead of seeking each B-tree from its root for every row. In a C
-    /// loop over this schema (200k rows) a row cost 43% less in runs of 16
-    /// with UUIDs and dates in order, and 13% less with random ones.
-    static let insertRuns = [16, 4]
 
     /// Stores `drinks` (as many as one of `insertRuns`) as new records, at
     /// consecutive anchors from `firstAnchor`, in one statement; false, with
@@ -113,7 +161,7 @@ final class Statements: @unchecked Sendable {
             try undo.bind(1, firstAnchor)
             try undo.bind(2, firstAnchor + Int64(drinks.count))
             try undo.run()
-            db.lastInsertRowID = 0  // not a row of the undone run's, for `upsert`'s test
+            db.forgetLastInsert()  // not a row of the undone run's, for `upsert`'s test
             runsUndone += 1
             return false
         }
@@ -124,7 +172,7 @@ final class Statements: @unchecked Sendable {
     /// Binds a drink's record to the eight parameters from `first`: uuid,
     /// version, anchor, date, mg, type, source, and the time of the change.
     func bindRecord(_ drink: Drink, anchor: Int64, now: Int64, to s: Statement, from first: Int32) throws {
-        try bind(drink.uuid, to: s, at: first)
+        try s.bind(first, uuid: drink.uuid)
         try s.bind(first + 1, drink.version)
         try s.bind(first + 2, anchor)
         try s.bind(first + 3, drink.epochMilliseconds)
@@ -138,18 +186,25 @@ final class Statements: @unchecked Sendable {
     func lookup(_ uuid: UUID) throws -> (Int64, Bool)? {
         let s = lookupStatement!
         defer { s.reset() }
-        try bind(uuid, to: s, at: 1)
+        try s.bind(1, uuid: uuid)
         guard try s.step() else { return nil }
         return (s.int64(0), s.int64(1) != 0)
     }
 
     func tombstone(_ uuid: UUID, version: Int64, anchor: Int64, now: Int64) throws {
         let s = tombstoneStatement!
-        try bind(uuid, to: s, at: 1)
+        try s.bind(1, uuid: uuid)
         try s.bind(2, version)
         try s.bind(3, anchor)
         try s.bind(4, now)
         try s.run()
+    }
+
+    func meta(_ key: String) throws -> Int64? {
+        let s = try cached("SELECT value FROM meta WHERE key = \(dialect.p(1))")
+        try s.bind(1, key)
+        defer { s.reset() }
+        return try s.step() ? s.int64(0) : nil
     }
 
     func setMeta(_ key: String, _ value: Int64) throws {
@@ -159,44 +214,43 @@ final class Statements: @unchecked Sendable {
         try s.run()
     }
 
-    struct Row {
-        var anchor: Int64
-        var change: CommittedBatch.Change
-    }
-
-    func changes(after anchor: Int64, through end: Int64, liveOnly: Bool, limit: Int) throws -> [Row] {
-        let s = try db.prepare(
+    func changes(after anchor: Int64, through end: Int64, liveOnly: Bool, limit: Int) throws -> [RecordRow] {
+        let p = dialect.p
+        let s = try cached(
             """
             SELECT uuid, version, deleted, anchor, date_ms, mg, type, source FROM records
-            WHERE anchor > ?1 AND anchor <= ?3 \(liveOnly ? "AND deleted = 0" : "") ORDER BY anchor LIMIT ?2
+            WHERE anchor > \(p(1)) AND anchor <= \(p(3)) \(liveOnly ? "AND deleted = 0" : "") ORDER BY anchor LIMIT \(p(2))
             """)
         try s.bind(1, anchor)
         try s.bind(2, Int64(limit))
         try s.bind(3, end)
-        var rows: [Row] = []
+        defer { s.reset() }
+        var rows: [RecordRow] = []
         while try s.step() {
-            let uuid = Self.uuid(s, 0)
+            let uuid = s.uuid(0)
             let version = s.int64(1)
             if s.int64(2) != 0 {
-                rows.append(Row(anchor: s.int64(3), change: .deleted(Tombstone(uuid: uuid, version: version))))
+                rows.append(RecordRow(anchor: s.int64(3), change: .deleted(Tombstone(uuid: uuid, version: version))))
             } else {
-                rows.append(Row(anchor: s.int64(3), change: .added(Self.drink(s, uuid: uuid, version: version))))
+                rows.append(RecordRow(anchor: s.int64(3), change: .added(s.drink(uuid: uuid, version: version))))
             }
         }
         return rows
     }
 
     func drinks(from: Int64, to: Int64) throws -> [Drink] {
-        let s = try db.prepare(
+        let p = dialect.p
+        let s = try cached(
             """
             SELECT uuid, version, deleted, anchor, date_ms, mg, type, source FROM records
-            WHERE deleted = 0 AND date_ms BETWEEN ?1 AND ?2 ORDER BY date_ms
+            WHERE deleted = 0 AND date_ms BETWEEN \(p(1)) AND \(p(2)) ORDER BY date_ms
             """)
         try s.bind(1, from)
         try s.bind(2, to)
+        defer { s.reset() }
         var drinks: [Drink] = []
         while try s.step() {
-            drinks.append(Self.drink(s, uuid: Self.uuid(s, 0), version: s.int64(1)))
+            drinks.append(s.drink(uuid: s.uuid(0), version: s.int64(1)))
         }
         return drinks
     }
@@ -205,36 +259,71 @@ final class Statements: @unchecked Sendable {
         // INDEXED BY: left alone, SQLite's max() optimisation walks the anchor
         // index backwards through every live row (2 s with 1M drinks) instead
         // of the partial index that holds only tombstones.
-        let s = try db.prepare(
-            "SELECT max(anchor) FROM records INDEXED BY tombstones_by_time WHERE deleted = 1 AND changed_ms < ?1")
+        let s = try cached(
+            "SELECT max(anchor) FROM records \(dialect.tombstoneIndex) WHERE deleted = 1 AND changed_ms < \(dialect.p(1))")
         try s.bind(1, cutoff)
+        defer { s.reset() }  // a statement left mid-read holds SQLite's read lock (a backup's checkpoint waits on it)
         guard try s.step(), !s.isNull(0) else { return nil }
         return s.int64(0)
     }
 
     func purgeTombstones(before cutoff: Int64) throws -> Int {
-        let s = try db.prepare("DELETE FROM records INDEXED BY tombstones_by_time WHERE deleted = 1 AND changed_ms < ?1")
+        let s = try cached(
+            "DELETE FROM records \(dialect.tombstoneIndex) WHERE deleted = 1 AND changed_ms < \(dialect.p(1))")
         try s.bind(1, cutoff)
         try s.run()
         return db.changes
     }
 
-    private static func drink(_ s: Statement, uuid: UUID, version: Int64) -> Drink {
+}
+
+/// What an upsert did.
+enum RecordUpsert {
+    /// A new record.
+    case inserted
+    /// A newer version over a record (live or a tombstone).
+    case replaced
+    /// Nothing: the record's version was not lower.
+    case unchanged
+}
+
+/// A record as a page of changes reads it.
+struct RecordRow {
+    var anchor: Int64
+    var change: CommittedBatch.Change
+}
+
+/// The statements as the store calls them, whichever database holds it.
+protocol RecordStatements: AnyObject, Sendable {
+    var dialect: SQLDialect { get }
+    var insertedInRuns: Int { get }
+    var runsUndone: Int { get }
+    func transaction<T>(_ body: () throws -> T) throws -> T
+    func lockAnchor() throws -> Int64?
+    func advanceAnchor(to anchor: Int64) throws
+    func upsert(_ drink: Drink, anchor: Int64, now: Int64) throws -> RecordUpsert
+    func insertNew(_ drinks: ArraySlice<Drink>, firstAnchor: Int64, now: Int64) throws -> Bool
+    func lookup(_ uuid: UUID) throws -> (Int64, Bool)?
+    func tombstone(_ uuid: UUID, version: Int64, anchor: Int64, now: Int64) throws
+    func setMeta(_ key: String, _ value: Int64) throws
+    func meta(_ key: String) throws -> Int64?
+    func changes(after anchor: Int64, through end: Int64, liveOnly: Bool, limit: Int) throws -> [RecordRow]
+    func drinks(from: Int64, to: Int64) throws -> [Drink]
+    func highestExpiredTombstone(before cutoff: Int64) throws -> Int64?
+    func purgeTombstones(before cutoff: Int64) throws -> Int
+    func replicate(_ change: CommittedBatch.Change, anchor: Int64, now: Int64) throws
+    func purgeTombstones(through anchor: Int64) throws
+    func deleteAllRecords() throws
+    func finalize()
+    func closeConnection()
+}
+
+extension RecordStatement {
+    /// The drink of a row whose columns 4 to 7 are `date_ms, mg, type,
+    /// source`, as every read of records selects them.
+    func drink(uuid: UUID, version: Int64) -> Drink {
         Drink(
-            uuid: uuid, mgCaffeine: s.double(5), date: Date(timeIntervalSince1970: Double(s.int64(4)) / 1000),
-            version: version, type: s.string(6).flatMap(DrinkType.init(rawValue:)), source: s.string(7))
-    }
-
-    func bind(_ uuid: UUID, to s: Statement, at index: Int32) throws {
-        var raw = uuid.uuid
-        try withUnsafeBytes(of: &raw) { try s.bind(index, bytes: $0) }
-    }
-
-    private static func uuid(_ s: Statement, _ column: Int32) -> UUID {
-        s.withBlob(column) { bytes in
-            var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-            withUnsafeMutableBytes(of: &raw) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes.prefix(16))) }
-            return UUID(uuid: raw)
-        }
+            uuid: uuid, mgCaffeine: double(5), date: Date(timeIntervalSince1970: Double(int64(4)) / 1000),
+            version: version, type: string(6).flatMap(DrinkType.init(rawValue:)), source: string(7))
     }
 }

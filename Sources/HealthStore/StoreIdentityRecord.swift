@@ -1,6 +1,5 @@
 import CoffeeDomain
 import Foundation
-import SQLite
 
 /// The store's identity as `meta` keeps it (docs/protocol.md §13): the UUID
 /// in two integers (`store_hi`, `store_lo`), `epoch`, whether the store is
@@ -12,26 +11,27 @@ import SQLite
 /// No schema change: a build that does not know these rows ignores them.
 enum StoreIdentityRecord {
     /// What `meta` says, or nil for a store that has no identity yet.
-    static func read(_ db: Database) throws(SQLiteError) -> (identity: StoreIdentity, standby: Bool, upgraded: Bool)? {
-        guard let epoch = try db.scalar("SELECT value FROM meta WHERE key = 'epoch'"),
-            let hi = try db.scalar("SELECT value FROM meta WHERE key = 'store_hi'"),
-            let lo = try db.scalar("SELECT value FROM meta WHERE key = 'store_lo'")
+    static func read(_ db: some RecordConnection) throws -> (identity: StoreIdentity, standby: Bool, upgraded: Bool)? {
+        guard let epoch = try db.scalarSQL("SELECT value FROM meta WHERE key = 'epoch'"),
+            let hi = try db.scalarSQL("SELECT value FROM meta WHERE key = 'store_hi'"),
+            let lo = try db.scalarSQL("SELECT value FROM meta WHERE key = 'store_lo'")
         else { return nil }
-        let standby = try db.scalar("SELECT value FROM meta WHERE key = 'standby'") ?? 0
-        let upgraded = try db.scalar("SELECT value FROM meta WHERE key = 'identity_upgraded'") ?? 0
+        let standby = try db.scalarSQL("SELECT value FROM meta WHERE key = 'standby'") ?? 0
+        let upgraded = try db.scalarSQL("SELECT value FROM meta WHERE key = 'identity_upgraded'") ?? 0
         return (StoreIdentity(store: uuid(hi, lo), epoch: epoch), standby != 0, upgraded != 0)
     }
 
     /// Writes `identity` and the two flags, in the caller's transaction.
     static func write(
-        _ identity: StoreIdentity, standby: Bool, upgraded: Bool = false, to db: Database
-    ) throws(SQLiteError) {
+        _ identity: StoreIdentity, standby: Bool, upgraded: Bool = false, to db: some RecordConnection
+    ) throws {
         let (hi, lo) = halves(identity.store)
         for (key, value) in [
             ("store_hi", hi), ("store_lo", lo), ("epoch", identity.epoch), ("standby", standby ? 1 : 0),
             ("identity_upgraded", upgraded ? 1 : 0),
         ] {
-            try db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('\(key)', \(value))")
+            try db.executeSQL(
+                "INSERT INTO meta(key, value) VALUES ('\(key)', \(value)) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
         }
     }
 
@@ -39,7 +39,7 @@ enum StoreIdentityRecord {
     /// (epoch 1; flagged `upgraded` when it already held changes), one epoch
     /// more when a standby's store opens as a primary (a promotion, once),
     /// flagged a standby's when it opens as one. Returns what it did, for the log.
-    static func open(_ db: Database, asStandby: Bool, anchor: Int64) throws -> (
+    static func open(_ db: some RecordConnection, asStandby: Bool, anchor: Int64) throws -> (
         identity: StoreIdentity, upgraded: Bool, event: String?
     ) {
         var event: String?
@@ -58,7 +58,7 @@ enum StoreIdentityRecord {
         }
         if changed {
             let (made, flagged, isNew) = (identity, standby, upgraded)
-            try db.transaction { try Self.write(made, standby: flagged, upgraded: isNew, to: db) }
+            try db.inTransaction { try Self.write(made, standby: flagged, upgraded: isNew, to: db) }
         }
         return (identity, upgraded, event)
     }

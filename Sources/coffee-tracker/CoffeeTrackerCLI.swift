@@ -24,6 +24,7 @@ struct CoffeeTrackerCLI {
         ("status", "show the service's counters"),
         ("backup", "copy the running service's store, as of one anchor, into its backup folder"),
         ("restore", "put a backup in place of the store, the service stopped"),
+        ("migrate", "copy a SQLite store into an empty PostgreSQL database"),
         ("relay", "forward the update feed to many subscribers, keeping the last model"),
         ("keygen", "write a CURVE key pair as ZeroMQ certificates (NAME.key, NAME.key_secret)"),
         ("token", "make a token for the HTTP endpoint (Authorization: Bearer), with its roles"),
@@ -69,6 +70,7 @@ struct CoffeeTrackerCLI {
             case let name where ClientCommands.operation(name) != nil:
                 code = try ClientCommands.run(ClientCommands.operation(name)!, rest)
             case "restore": code = try RestoreCommand.run(rest)
+            case "migrate": code = try MigrateCommand.run(rest)
             case "watch": code = try await WatchCommand.run(rest)
             case "import": code = try ImportCommand.run(rest)
             case "keygen": code = try KeygenCommand.run(rest)

@@ -38,6 +38,22 @@ struct ConfigurationTests {
         #expect(try parse(#"{"dataDirectory": "/var/lib/ct"}"#).dataDirectory == "/var/lib/ct")
     }
 
+    /// A store in PostgreSQL (docs/protocol.md §11) needs its conninfo, is
+    /// no standby's (PostgreSQL's own replication is), and names no password.
+    @Test func aStoreInPostgreSQLNeedsItsConninfoAndNoFollow() throws {
+        #expect(message(#"{"store": {"postgresql": {}}}"#).contains("store.postgresql.conninfo is required"))
+        #expect(message(#"{"store": {"postgresql": {"conninfo": 5}}}"#).contains("store.postgresql.conninfo"))
+        #expect(message(#"{"store": {"postgresql": {"dbname": "x"}}}"#).contains("dbname"))
+        let follow = #""follow": {"query": "ipc:///q", "updates": "ipc:///u"}"#
+        #expect(
+            message(#"{"store": {"postgresql": {"conninfo": "dbname=x"}}, \#(follow)}"#)
+                .contains("follow cannot be used with store.postgresql"))
+        let c = try parse(#"{"store": {"postgresql": {"conninfo": "host=db password=s3cret dbname=x"}}}"#)
+        #expect(c.storeName == "PostgreSQL (host=db password=… dbname=x)")
+        let uri = try parse(#"{"store": {"postgresql": {"conninfo": "postgresql://me:s3cret@db/x"}}}"#)
+        #expect(uri.storeName == "PostgreSQL (postgresql://me:…@db/x)")
+    }
+
     @Test func valuesAreRead() throws {
         let c = try parse(
             #"{"model": {"halfLifeHours": 3.5, "timeZone": "Europe/Berlin"}, "log": {"level": "debug", "format": "json"}, "ingest": {"connect": ["ipc:///tmp/x"]}}"#
@@ -70,7 +86,11 @@ struct ConfigurationTests {
                         "keyFile": "standby.key_secret"}}
             """#)
         let defaults = try parse("{}")
-        let changed = c.changedKeys(comparedTo: defaults)
+        // store.postgresql cannot be set with follow (a standby is PostgreSQL's own): it is read on its own.
+        let postgresql = try parse(#"{"store": {"postgresql": {"conninfo": "host=/run/pg dbname=coffee"}}}"#)
+        #expect(postgresql.store.postgresql == "host=/run/pg dbname=coffee")
+        #expect(postgresql.changedKeys(comparedTo: defaults) == ["store.postgresql.conninfo"])
+        let changed = c.changedKeys(comparedTo: defaults) + ["store.postgresql.conninfo"]
         #expect(changed.count == ServiceConfiguration.keys.count)
         #expect(Set(changed).count == changed.count)
         #expect(c.ingest.receiveHighWaterMark == 7 && c.updates.sendHighWaterMark == 8 && c.limits.maxFileBytes == 999)

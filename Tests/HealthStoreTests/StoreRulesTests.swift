@@ -4,10 +4,11 @@ import Testing
 
 @testable import HealthStore
 
+/// On both stores (`StoreBackend.available`): one definition of the rules.
 @Suite("Store rules (docs/protocol.md §1)", .timeLimit(.minutes(2)))
 struct StoreRulesTests {
-    @Test func saveNewDrinkStoresItAndTakesOneAnchor() async throws {
-        let dir = TemporaryDirectory()
+    @Test(arguments: StoreBackend.available) func saveNewDrinkStoresItAndTakesOneAnchor(_ backend: StoreBackend) async throws {
+        let dir = TemporaryDirectory(backend)
         defer { dir.cleanup() }
         let store = try openStore(dir)
         let d = drink()
@@ -20,8 +21,10 @@ struct StoreRulesTests {
         await store.close()
     }
 
-    @Test func sameOrLowerVersionIsADuplicateAndTakesNoAnchor() async throws {
-        let dir = TemporaryDirectory()
+    @Test(arguments: StoreBackend.available) func sameOrLowerVersionIsADuplicateAndTakesNoAnchor(_ backend: StoreBackend)
+        async throws
+    {
+        let dir = TemporaryDirectory(backend)
         defer { dir.cleanup() }
         let store = try openStore(dir)
         let id = UUID()
@@ -36,8 +39,8 @@ struct StoreRulesTests {
         await store.close()
     }
 
-    @Test func higherVersionReplaces() async throws {
-        let dir = TemporaryDirectory()
+    @Test(arguments: StoreBackend.available) func higherVersionReplaces(_ backend: StoreBackend) async throws {
+        let dir = TemporaryDirectory(backend)
         defer { dir.cleanup() }
         let store = try openStore(dir)
         let id = UUID()
@@ -50,8 +53,10 @@ struct StoreRulesTests {
         await store.close()
     }
 
-    @Test func deleteLiveDrinkMakesTombstoneWithMaxVersion() async throws {
-        let dir = TemporaryDirectory()
+    @Test(arguments: StoreBackend.available) func deleteLiveDrinkMakesTombstoneWithMaxVersion(_ backend: StoreBackend)
+        async throws
+    {
+        let dir = TemporaryDirectory(backend)
         defer { dir.cleanup() }
         let store = try openStore(dir)
         let a = UUID()
@@ -65,8 +70,10 @@ struct StoreRulesTests {
         await store.close()
     }
 
-    @Test func deleteOfUnknownUUIDStoresTombstoneThatBlocksLateSave() async throws {
-        let dir = TemporaryDirectory()
+    @Test(arguments: StoreBackend.available) func deleteOfUnknownUUIDStoresTombstoneThatBlocksLateSave(_ backend: StoreBackend)
+        async throws
+    {
+        let dir = TemporaryDirectory(backend)
         defer { dir.cleanup() }
         let store = try openStore(dir)
         let id = UUID()
@@ -83,8 +90,8 @@ struct StoreRulesTests {
         await store.close()
     }
 
-    @Test func deleteWithoutVersionDefaultsToOne() async throws {
-        let dir = TemporaryDirectory()
+    @Test(arguments: StoreBackend.available) func deleteWithoutVersionDefaultsToOne(_ backend: StoreBackend) async throws {
+        let dir = TemporaryDirectory(backend)
         defer { dir.cleanup() }
         let store = try openStore(dir)
         let id = UUID()
@@ -94,8 +101,8 @@ struct StoreRulesTests {
         await store.close()
     }
 
-    @Test func deletingTwiceIsANoOp() async throws {
-        let dir = TemporaryDirectory()
+    @Test(arguments: StoreBackend.available) func deletingTwiceIsANoOp(_ backend: StoreBackend) async throws {
+        let dir = TemporaryDirectory(backend)
         defer { dir.cleanup() }
         let store = try openStore(dir)
         let id = UUID()
@@ -108,14 +115,14 @@ struct StoreRulesTests {
         await store.close()
     }
 
-    @Test func orderOfDifferentVersionsDoesNotMatter() async throws {
+    @Test(arguments: StoreBackend.available) func orderOfDifferentVersionsDoesNotMatter(_ backend: StoreBackend) async throws {
         let id = UUID()
         let v1 = drink(id, mg: 10, version: 1)
         let v2 = drink(id, mg: 20, version: 2)
         let v3 = drink(id, mg: 30, version: 3)
         var finals: Set<Drink> = []
         for order in [[v1, v2, v3], [v3, v1, v2], [v2, v3, v1], [v3, v2, v1]] {
-            let dir = TemporaryDirectory()
+            let dir = TemporaryDirectory(backend)
             defer { dir.cleanup() }
             let store = try openStore(dir)
             for d in order { _ = try await store.save([d]) }
@@ -125,8 +132,9 @@ struct StoreRulesTests {
         #expect(finals == [v3])
     }
 
-    @Test func aCommitOfKChangesTakesKConsecutiveAnchors() async throws {
-        let dir = TemporaryDirectory()
+    @Test(arguments: StoreBackend.available) func aCommitOfKChangesTakesKConsecutiveAnchors(_ backend: StoreBackend) async throws
+    {
+        let dir = TemporaryDirectory(backend)
         defer { dir.cleanup() }
         let store = try openStore(dir)
         let drinks = (0..<5).map { drink(at: Double($0)) }
@@ -149,8 +157,8 @@ struct StoreRulesTests {
 
     /// A commit says whether it replaced a record: only then may a UUID be
     /// in its log twice, and only then does `resolved()` build its map.
-    @Test func aCommitSaysWhetherItReplacedARecord() async throws {
-        let dir = TemporaryDirectory()
+    @Test(arguments: StoreBackend.available) func aCommitSaysWhetherItReplacedARecord(_ backend: StoreBackend) async throws {
+        let dir = TemporaryDirectory(backend)
         defer { dir.cleanup() }
         let store = try openStore(dir)
         let recorder = await CommitRecorder(store)
@@ -184,9 +192,11 @@ struct StoreRulesTests {
     /// that meets a stored UUID, or one UUID twice, is written row by row.
     /// Either way the records and anchors must be exactly those of writing
     /// every change alone, in the same order.
-    @Test func batchesStoreWhatWritingEachChangeAloneStores() async throws {
+    @Test(arguments: StoreBackend.available) func batchesStoreWhatWritingEachChangeAloneStores(_ backend: StoreBackend)
+        async throws
+    {
         var rng = SystemRandomNumberGenerator()
-        let (dirA, dirB) = (TemporaryDirectory(), TemporaryDirectory())
+        let (dirA, dirB) = (TemporaryDirectory(backend), TemporaryDirectory(backend))
         defer {
             dirA.cleanup()
             dirB.cleanup()
@@ -250,8 +260,8 @@ struct StoreRulesTests {
 
     /// A run that meets a stored drink is written row by row, whole: one
     /// run taken back per conflict, not one per row up to it.
-    @Test func aRunThatMeetsAStoredDrinkIsTakenBackOnce() async throws {
-        let dir = TemporaryDirectory()
+    @Test(arguments: StoreBackend.available) func aRunThatMeetsAStoredDrinkIsTakenBackOnce(_ backend: StoreBackend) async throws {
+        let dir = TemporaryDirectory(backend)
         defer { dir.cleanup() }
         let store = try openStore(dir)
         let stored = drink(at: 0)
@@ -265,8 +275,9 @@ struct StoreRulesTests {
         await store.close()
     }
 
-    @Test func pagingWithNullAnchorReturnsLiveDrinksOnly() async throws {
-        let dir = TemporaryDirectory()
+    @Test(arguments: StoreBackend.available) func pagingWithNullAnchorReturnsLiveDrinksOnly(_ backend: StoreBackend) async throws
+    {
+        let dir = TemporaryDirectory(backend)
         defer { dir.cleanup() }
         let store = try openStore(dir)
         let drinks = (0..<25).map { drink(at: Double($0)) }

@@ -54,7 +54,8 @@ class Root:
     def __init__(self, folder, deb):
         self.path = Path(folder) / "root"
         done = subprocess.run(
-            ["mmdebstrap", "--variant=apt", "--include=systemd",
+            # The package lists are kept: an upgrade may depend on a library the previous package did not.
+            ["mmdebstrap", "--variant=apt", "--include=systemd", "--skip=cleanup/apt/lists",
              f"--customize-hook=copy-in {deb} /tmp",
              f'--customize-hook=chroot "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -y /tmp/{deb.name}',
              "bookworm", str(self.path)],

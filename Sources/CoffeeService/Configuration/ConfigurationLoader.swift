@@ -85,6 +85,14 @@ public enum ConfigurationLoader {
         if let s = try reader.section(top, "store", allowed: ServiceConfiguration.keys(of: "store")) {
             if let v = try reader.number(s, "store.tombstoneRetentionDays", above: 0) { c.store.tombstoneRetentionDays = v }
             if let v = try reader.string(s, "store.backupDirectory") { c.store.backupDirectory = resolve(v, folder) }
+            if let pg = try reader.section(s, "store.postgresql", allowed: ServiceConfiguration.keys(of: "store.postgresql")) {
+                guard let conninfo = try reader.string(pg, "store.postgresql.conninfo"), !conninfo.isEmpty else {
+                    throw reader.fail(
+                        "store.postgresql.conninfo",
+                        "is required with store.postgresql: libpq's connection string, such as \"host=db.example dbname=coffee\"")
+                }
+                c.store.postgresql = conninfo
+            }
         }
         if let s = try reader.section(top, "limits", allowed: ServiceConfiguration.keys(of: "limits")) {
             if let v = try reader.string(s, "limits.earliestDate") {
@@ -131,6 +139,12 @@ public enum ConfigurationLoader {
         }
         if let s = try reader.section(top, "follow", allowed: ServiceConfiguration.keys(of: "follow")) {
             c.follow = try follow(s, reader, folder)
+            if c.store.postgresql != nil {
+                throw reader.fail(
+                    "follow",
+                    "cannot be used with store.postgresql: a store in PostgreSQL is made redundant by PostgreSQL's own streaming replication"
+                )
+            }
         }
         return c
     }

@@ -14,6 +14,7 @@ extension ServiceConfiguration {
             path: storePath, tombstoneRetention: store.tombstoneRetentionDays * 86_400, clock: clock)
         part.purgesTombstones = follow == nil  // a standby follows its primary's purge
         part.standby = follow != nil  // and a later start without `follow` promotes it
+        part.postgresql = store.postgresql
         return part
     }
 

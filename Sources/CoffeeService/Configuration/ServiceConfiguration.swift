@@ -90,6 +90,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
         public var tombstoneRetentionDays = HealthStore.Configuration(path: "").tombstoneRetention / 86_400
         /// Where query `backup` writes (docs/protocol.md §11); nil: `<dataDirectory>/backups`.
         public var backupDirectory: String?
+        /// `store.postgresql.conninfo`: the store in a PostgreSQL database
+        /// (docs/protocol.md §11) instead of `<dataDirectory>/coffee.sqlite`.
+        public var postgresql: String?
     }
 
     /// `limits`.
@@ -177,6 +180,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Key("publish.heartbeatIntervalS", \.publish.heartbeatIntervalS),
         Key("store.tombstoneRetentionDays", \.store.tombstoneRetentionDays),
         Key("store.backupDirectory", \.store.backupDirectory),
+        Key("store.postgresql.conninfo", \.store.postgresql),
         Key("limits.maxMgCaffeine", \.limits.maxMgCaffeine), Key("limits.maxFutureSkewS", \.limits.maxFutureSkewS),
         Key("limits.earliestDate", \.limits.earliestDate), Key("limits.maxMessageBytes", \.limits.maxMessageBytes),
         Key("limits.maxFileBytes", \.limits.maxFileBytes), Key("limits.maxExportBytes", \.limits.maxExportBytes),
@@ -222,6 +226,16 @@ public struct ServiceConfiguration: Sendable, Equatable {
     }
 
     public var storePath: String { (dataDirectory as NSString).appendingPathComponent("coffee-tracker.sqlite") }
+    /// The store as log lines and `status` name it: its file, or its
+    /// database's conninfo with any password left out.
+    public var storeName: String {
+        guard let conninfo = store.postgresql else { return storePath }
+        let hidden =
+            conninfo
+            .replacingOccurrences(of: #"password\s*=\s*('[^']*'|\S+)"#, with: "password=…", options: .regularExpression)
+            .replacingOccurrences(of: #"(://[^:/@]*):[^@]*@"#, with: "$1:…@", options: .regularExpression)
+        return "PostgreSQL (\(hidden))"
+    }
     public var backupPath: String { store.backupDirectory ?? (dataDirectory as NSString).appendingPathComponent("backups") }
     public var modelCachePath: String { (dataDirectory as NSString).appendingPathComponent("CoffeeTracker.plist") }
     public var deadLetterPath: String { (dataDirectory as NSString).appendingPathComponent("rejected.jsonl") }

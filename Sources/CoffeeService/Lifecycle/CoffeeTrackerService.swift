@@ -130,7 +130,7 @@ public final class CoffeeTrackerService: Sendable {
                 self.logger.notice(
                     "ready",
                     metadata: [
-                        "anchor": "\(anchor)", "store": "\(c.storePath)", "pid": "\(ProcessInfo.processInfo.processIdentifier)",
+                        "anchor": "\(anchor)", "store": "\(c.storeName)", "pid": "\(ProcessInfo.processInfo.processIdentifier)",
                     ])
             }
         } catch let error as ServiceGroupError {

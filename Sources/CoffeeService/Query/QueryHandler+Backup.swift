@@ -12,6 +12,10 @@ extension QueryHandler {
     /// anchor, written into `store.backupDirectory` under a plain `name`,
     /// fsynced before the reply.
     func backup(_ request: QueryRequest) async throws -> JSONValue {
+        if store.isShared {
+            throw QueryError(
+                .unavailable, "the store is in PostgreSQL: back it up with PostgreSQL's tools (pg_dump, pg_basebackup)")
+        }
         guard let backupDirectory else { throw QueryError(.unavailable, "backups are not configured") }
         let name: String
         switch request.name {

@@ -40,6 +40,12 @@ enum RestoreCommand {
                 description: "restore needs --config CONFIG: the configuration names the store it replaces")
         }
         let configuration = try loadConfiguration(configPath)
+        if configuration.store.postgresql != nil {
+            printError(
+                "coffee-tracker restore: \(configPath) puts the store in PostgreSQL, which is restored with PostgreSQL's own tools (pg_restore, a base backup); to copy a SQLite store into it, use coffee-tracker migrate"
+            )
+            return 1
+        }
         let file = args.positional[0]
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
         guard let lock = try DirectoryLock.take(directory: configuration.dataDirectory) else {

@@ -1,0 +1,72 @@
+import CoffeeDomain
+import PostgreSQL
+
+/// A store's tables in PostgreSQL (docs/protocol.md §11): SQLite's schema
+/// version 3 in PostgreSQL's types, the same names and columns, so that
+/// `Statements` serves both. `meta`'s `anchor` row is the counter every
+/// commit of every service takes its anchors from, under its row lock;
+/// `schema` marks the tables as ours, with their version.
+enum SharedStoreSchema {
+    static let currentVersion: Int64 = 1
+
+    static let schema = """
+        CREATE TABLE meta(
+            key   text PRIMARY KEY,
+            value bigint NOT NULL
+        );
+        INSERT INTO meta(key, value) VALUES ('anchor', 0), ('purged_anchor', 0), ('schema', \(currentVersion));
+        CREATE TABLE records(
+            anchor     bigint PRIMARY KEY,
+            uuid       uuid NOT NULL UNIQUE,
+            version    bigint NOT NULL,
+            deleted    integer NOT NULL,
+            date_ms    bigint,
+            mg         double precision,
+            type       text,
+            source     text,
+            changed_ms bigint NOT NULL
+        );
+        CREATE INDEX tombstones_by_time ON records(changed_ms) WHERE deleted = 1;
+        """
+
+    /// One key for every coffee-tracker's advisory lock: services starting
+    /// at once on one database make its tables and identity once.
+    static let lockKey: Int64 = 0x436F_6654  // "CofT", as SQLite's application_id
+
+    /// Creates the tables and the store's identity in an empty database, or
+    /// checks that the tables there are ours and of a version this build knows.
+    ///
+    /// - Throws: `StoreError` naming what is wrong; the database is never
+    ///   modified then.
+    static func prepare(_ db: Connection) throws {
+        let name = "PostgreSQL database at \(db.endpoint)"
+        guard db.serverVersion >= 150_000 else {
+            throw StoreError.corrupt(name, "PostgreSQL 15 or later is needed, the server is \(db.serverVersion)")
+        }
+        try db.transaction {
+            try db.execute("SELECT pg_advisory_xact_lock(\(lockKey))")
+            let tables =
+                try db.scalar(
+                    """
+                    SELECT count(*) FROM pg_tables
+                    WHERE schemaname = current_schema() AND tablename IN ('meta', 'records')
+                    """) ?? 0
+            if tables == 0 {
+                try db.execute(schema)
+                try StoreIdentityRecord.write(StoreIdentity.new(), standby: false, to: db)
+                return
+            }
+            let version = tables == 2 ? try? db.scalar("SELECT value FROM meta WHERE key = 'schema'") : nil
+            guard let version else {
+                throw StoreError.corrupt(name, "tables meta and records that coffee-tracker did not make")
+            }
+            if version > currentVersion { throw StoreError.newerSchema(name, found: version, supported: currentVersion) }
+        }
+    }
+
+    /// The database holds no change yet: what `migrate` needs.
+    static func isEmpty(_ db: Connection) throws -> Bool {
+        try db.scalar("SELECT value FROM meta WHERE key = 'anchor'") == 0
+            && db.scalar("SELECT count(*) FROM records") == 0
+    }
+}
