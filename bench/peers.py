@@ -78,6 +78,17 @@ def start(worker, folder, binaries, peer_c):
     return process, ingest, updates
 
 
+def stop(processes, timeout=60):
+    """Terminates each process and waits for it; kills one that outlasts `timeout`."""
+    for p in processes:
+        p.terminate()
+    for p in processes:
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
 def trial(worker, scenario, loadgen, peer_c, binaries):
     with tempfile.TemporaryDirectory(prefix="ct-peers-") as d:
         subprocess.run(["sync"])
@@ -96,11 +107,7 @@ def trial(worker, scenario, loadgen, peer_c, binaries):
             result["cpu_per_100k"] = (cpu_seconds(process.pid) - before) / scenario["n"] * 100_000
             return result
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            stop([process])
 
 
 def main():

@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from peers import build, cpu_seconds  # noqa: E402
+from peers import build, cpu_seconds, stop  # noqa: E402
 
 SERVER = ROOT / "Tests" / "postgres" / "server.sh"
 
@@ -120,13 +120,7 @@ def trial(worker, scenario, loadgen, binary, server):
                     "lost": sum(r["lost"] for r in results), "cpu_per_100k": cpu / (n * count) * 100_000,
                     "elapsed_s": elapsed}
         finally:
-            for p in processes:
-                p.terminate()
-            for p in processes:
-                try:
-                    p.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            stop(processes)
 
 
 def main():

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = ROOT / ".build" / "bench-tools"
 sys.path.insert(0, str(ROOT / "bench"))
-from peers import build as build_peers, cpu_seconds  # noqa: E402
+from peers import build as build_peers, cpu_seconds, stop  # noqa: E402
 
 
 def build(name, source):
@@ -89,12 +89,7 @@ def run(binary, kind, subscribers, rate, seconds):
             load.wait(30)
             return result
         finally:
-            for p in [*hops, service]:
-                p.terminate()
-                try:
-                    p.wait(30)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            stop([*hops, service], timeout=30)
 
 
 def main():

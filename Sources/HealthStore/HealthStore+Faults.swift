@@ -86,7 +86,7 @@ extension HealthStore {
                     // An empty write: it appends to the WAL as a commit does
                     // (a shared store's sets the counter row to what it holds).
                     try statements.transaction {
-                        try statements.setMeta("anchor", try statements.lockAnchor() ?? currentAnchor)
+                        try statements.setMeta("anchor", statements.lockAnchor() ?? currentAnchor)
                     }
                     if case .leftFault(let reason, let held, let waiters) = writer.committed(wroteSomething: true) {
                         leftFault(reason, held: held, waiters: waiters)

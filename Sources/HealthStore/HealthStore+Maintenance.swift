@@ -36,7 +36,7 @@ extension HealthStore: Service {
         return try statements.transaction {
             // A shared store's purge waits for the commits of every service
             // (the counter row's lock), and keeps what another's purge kept.
-            let anchor = try statements.lockAnchor() ?? currentAnchor
+            let anchor = statements.lockAnchor() ?? currentAnchor
             guard let highest = try statements.highestExpiredTombstone(before: cutoffMs) else { return 0 }
             let removed = try statements.purgeTombstones(before: cutoffMs)
             purgedAnchor = max(purgedAnchor, highest, try statements.meta("purged_anchor") ?? 0)

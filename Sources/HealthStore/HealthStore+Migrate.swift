@@ -70,9 +70,8 @@ extension HealthStore {
             WHERE anchor > ?1 ORDER BY anchor LIMIT ?2
             """)
         var result = MigrationResult(drinks: 0, tombstones: 0, anchor: anchor, purgedAnchor: purged, identity: identity)
-        try db.transaction {
-            // Under the counter row's lock: no service commits meanwhile.
-            _ = try into.lockAnchor()
+        try into.transaction {
+            // Under the counter row's lock (`Statements.transaction`): no service commits meanwhile.
             guard try SharedStoreSchema.isEmpty(db) else {
                 throw StoreError.corrupt(
                     "the PostgreSQL database at \(db.endpoint)", "it holds changes already; migrate copies into an empty one")

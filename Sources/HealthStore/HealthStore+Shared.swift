@@ -78,6 +78,7 @@ extension HealthStore {
     nonisolated func startListening() {
         guard let listener else { return }
         listener.wake = { [weak self] in self?.scheduleCatchUp() }
+        listener.announced = { [weak self] in self?.announcedNow.load(ordering: .relaxed) ?? .max }
         listener.onLost = { [weak self] reason in
             guard let self else { return }
             self.executor.run {

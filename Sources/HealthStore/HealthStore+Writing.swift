@@ -155,9 +155,9 @@ extension HealthStore {
         do {
             value = try statements.transaction {
                 // A shared store's anchor is the counter row's, locked until COMMIT.
-                if let locked = try statements.lockAnchor() { (previous, currentAnchor) = (locked, locked) }
+                if let locked = statements.lockAnchor() { (previous, currentAnchor) = (locked, locked) }
                 let value = try body(&changes)
-                if let anchor = changes.anchor { try statements.advanceAnchor(to: anchor) }
+                if let anchor = changes.anchor { statements.advanceAnchor(to: anchor) }
                 return value
             }
         } catch {

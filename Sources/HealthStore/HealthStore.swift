@@ -78,7 +78,12 @@ public actor HealthStore {
     nonisolated let listener: SharedStoreListener?
     /// The last anchor announced to the observers: a shared store announces
     /// other services' commits before its own (`HealthStore+Shared.swift`).
-    var announcedAnchor: Int64
+    var announcedAnchor: Int64 {
+        didSet { announcedNow.store(announcedAnchor, ordering: .relaxed) }
+    }
+    /// `announcedAnchor` for the listener's thread: a notification of a
+    /// commit already announced (this service's own) wakes nothing.
+    nonisolated let announcedNow = Atomic<Int64>(0)
     /// A catch-up of a shared store's announcements is queued on the store's thread.
     nonisolated let catchUpQueued = Atomic<Bool>(false)
 
@@ -153,6 +158,7 @@ public actor HealthStore {
         statements = opened.statements
         currentAnchor = opened.anchor
         announcedAnchor = opened.anchor
+        announcedNow.store(opened.anchor, ordering: .relaxed)
         purgedAnchor = opened.purgedAnchor
         let identity = try StoreIdentityRecord.open(
             opened.connection, asStandby: configuration.standby, anchor: opened.anchor)

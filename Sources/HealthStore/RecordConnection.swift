@@ -17,6 +17,11 @@ protocol RecordConnection: AnyObject {
     func scalarSQL(_ sql: String) throws -> Int64?
     /// Runs `body` in one transaction, rolled back if it throws.
     func inTransaction<T>(_ body: () throws -> T) throws -> T
+    /// Runs `body` in one transaction that first reads the integer `opening`
+    /// selects (its argument) and last runs what `closing` returns, each in
+    /// the round trip of BEGIN or COMMIT where the database has them (a
+    /// shared store's counter row, `Statements.transaction`).
+    func inTransaction<T>(opening: String, _ body: (Int64?) throws -> T, closing: () -> String?) throws -> T
     /// Rows the last statement inserted, updated or deleted.
     var changes: Int { get }
     /// Whether the upsert just run inserted its row rather than replacing
@@ -94,6 +99,13 @@ extension Database: RecordConnection {
     func executeSQL(_ sql: String) throws { try execute(sql) }
     func scalarSQL(_ sql: String) throws -> Int64? { try scalar(sql) }
     func inTransaction<T>(_ body: () throws -> T) throws -> T { try transaction(body) }
+    func inTransaction<T>(opening: String, _ body: (Int64?) throws -> T, closing: () -> String?) throws -> T {
+        try transaction {
+            let value = try body(try scalar(opening))
+            if let sql = closing() { try execute(sql) }
+            return value
+        }
+    }
     /// Anchors only grow, so the last rowid inserted is this anchor only if this row is new.
     func insertedRow(at anchor: Int64) -> Bool { lastInsertRowID == anchor }
     func forgetLastInsert() { lastInsertRowID = 0 }
@@ -122,6 +134,9 @@ extension Connection: RecordConnection {
     func executeSQL(_ sql: String) throws { try execute(sql) }
     func scalarSQL(_ sql: String) throws -> Int64? { try scalar(sql) }
     func inTransaction<T>(_ body: () throws -> T) throws -> T { try transaction(body) }
+    func inTransaction<T>(opening: String, _ body: (Int64?) throws -> T, closing: () -> String?) throws -> T {
+        try transaction(opening: opening, { try body($0.flatMap { $0.rows > 0 ? $0.int64(0, 0) : nil }) }, closing: closing)
+    }
     func insertedRow(at anchor: Int64) -> Bool { false }  // the upsert's RETURNING says (`SQLDialect.upsertReturning`)
     func forgetLastInsert() {}
 }

@@ -10,8 +10,9 @@ import Synchronization
 ///
 /// A notification only wakes: what to announce is read from the database
 /// (`HealthStore.catchUpShared`), so one lost or coalesced costs nothing but
-/// time; the listener also wakes the store every `idleWake` and after each
-/// reconnection. A lost connection is reported (`onLost`: the store then
+/// time; one of an anchor the store announced already (its own commit's)
+/// wakes nothing. The listener also wakes the store every `idleWake` and
+/// after each reconnection. A lost connection is reported (`onLost`: the store then
 /// answers `unavailable` until it can write again) and connected again with
 /// backoff, from 0.1 s doubling to 5 s.
 final class SharedStoreListener: @unchecked Sendable {
@@ -24,6 +25,9 @@ final class SharedStoreListener: @unchecked Sendable {
     private let logger: Logger
     /// Called on the listener's thread to wake the store; set before `start`.
     var wake: @Sendable () -> Void = {}
+    /// The last anchor the store announced: a notification of an anchor at
+    /// or below it (the store's own commit, most often) wakes nothing.
+    var announced: @Sendable () -> Int64 = { 0 }
     /// Called on the listener's thread when its connection is lost.
     var onLost: (@Sendable (String) -> Void)?
     private let stopping = Atomic<Bool>(false)
@@ -51,6 +55,14 @@ final class SharedStoreListener: @unchecked Sendable {
         finished.wait()
     }
 
+    /// Some notification names an anchor the store has not announced (or
+    /// none that can be read).
+    private func isNews(_ notifications: [(channel: String, payload: String)]) -> Bool {
+        guard !notifications.isEmpty else { return false }
+        let newest = notifications.map { Int64($0.payload) ?? .max }.max()!
+        return newest > announced()
+    }
+
     private func run() {
         var connection: Connection?
         var backoff = 0.1
@@ -73,7 +85,7 @@ final class SharedStoreListener: @unchecked Sendable {
             var pollfd = pollfd(fd: listening.socket, events: Int16(POLLIN), revents: 0)
             let ready = poll(&pollfd, 1, 200)
             do {
-                if ready > 0, try !listening.notifications().isEmpty || !listening.isConnected {
+                if ready > 0, try isNews(listening.notifications()) || !listening.isConnected {
                     wake()
                     lastWake = .now
                 }

@@ -18,9 +18,10 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
     private var lookupStatement: Statement?
     private var tombstoneStatement: Statement?
     private var metaStatement: Statement?
-    /// The counter row under its lock, and its update (a shared store's).
-    private var lockAnchorStatement: Statement?
-    private var advanceAnchorStatement: Statement?
+    /// A shared store's transaction: the counter row as BEGIN locked it,
+    /// and the anchor COMMIT sets it to.
+    private var lockedAnchor: Int64?
+    private var advancedTo: Int64?
     /// A standby's write (`Statements+Replica.swift`), prepared at its first use.
     var replicaStatement: Statement?
     /// The statements of reads and maintenance, by their text, prepared at
@@ -70,13 +71,6 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
             INSERT INTO meta(key, value) VALUES (\(p(1)), \(p(2)))
             ON CONFLICT(key) DO UPDATE SET value = excluded.value
             """)
-        if db.dialect.isShared {
-            lockAnchorStatement = try db.statement("SELECT value FROM meta WHERE key = 'anchor' FOR UPDATE")
-            // The notification is sent at COMMIT, to every service listening (`SharedStoreListener`).
-            advanceAnchorStatement = try db.statement(
-                "WITH counter AS (UPDATE meta SET value = \(p(1)) WHERE key = 'anchor') SELECT pg_notify('\(SharedStoreListener.channel)', \(p(2)))"
-            )
-        }
     }
 
     func finalize() {
@@ -88,8 +82,6 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
         metaStatement = nil
         replicaStatement = nil
         prepared = [:]
-        lockAnchorStatement = nil
-        advanceAnchorStatement = nil
     }
 
     /// `sql` prepared once, reset for its next use.
@@ -105,26 +97,36 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
 
     func closeConnection() { db.close() }
 
-    func transaction<T>(_ body: () throws -> T) throws -> T { try db.inTransaction(body) }
-
-    /// A shared store's anchor at the start of a commit, read from the
-    /// counter row and locked by it until the commit ends, so that commits
-    /// of every service take their anchors one after another; nil for a
-    /// store of one process (its anchor is its own).
-    func lockAnchor() throws -> Int64? {
-        guard let s = lockAnchorStatement else { return nil }
-        defer { s.reset() }
-        guard try s.step() else { throw StoreError.io("the store's counter row is missing") }
-        return s.int64(0)
+    /// One transaction. A shared store's reads the counter row in BEGIN's
+    /// round trip, locked until the transaction ends, so that commits of
+    /// every service take their anchors one after another
+    /// (`lockAnchor`); it sets the row to the commit's last anchor and
+    /// notifies the other services in COMMIT's (`advanceAnchor`).
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        guard dialect.isShared else { return try db.inTransaction(body) }
+        advancedTo = nil
+        defer { (lockedAnchor, advancedTo) = (nil, nil) }
+        return try db.inTransaction(opening: "SELECT value FROM meta WHERE key = 'anchor' FOR UPDATE") { locked in
+            guard let locked else { throw StoreError.io("the store's counter row is missing") }
+            lockedAnchor = locked
+            return try body()
+        } closing: {
+            advancedTo.map {
+                """
+                WITH counter AS (UPDATE meta SET value = \($0) WHERE key = 'anchor')
+                SELECT pg_notify('\(SharedStoreListener.channel)', '\($0)')
+                """
+            }
+        }
     }
 
-    /// A shared store's counter row set to the commit's last anchor, in its
-    /// transaction, and the other services told at COMMIT.
-    func advanceAnchor(to anchor: Int64) throws {
-        guard let s = advanceAnchorStatement else { return }
-        try s.bind(1, anchor)
-        try s.bind(2, String(anchor))
-        try s.run()
+    /// A shared store's anchor at the start of the transaction (nil for a
+    /// store of one process: its anchor is its own).
+    func lockAnchor() -> Int64? { lockedAnchor }
+
+    /// A shared store's counter row is set to `anchor` as the transaction commits.
+    func advanceAnchor(to anchor: Int64) {
+        if dialect.isShared { advancedTo = anchor }
     }
 
     func upsert(_ drink: Drink, anchor: Int64, now: Int64) throws -> RecordUpsert {
@@ -299,8 +301,8 @@ protocol RecordStatements: AnyObject, Sendable {
     var insertedInRuns: Int { get }
     var runsUndone: Int { get }
     func transaction<T>(_ body: () throws -> T) throws -> T
-    func lockAnchor() throws -> Int64?
-    func advanceAnchor(to anchor: Int64) throws
+    func lockAnchor() -> Int64?
+    func advanceAnchor(to anchor: Int64)
     func upsert(_ drink: Drink, anchor: Int64, now: Int64) throws -> RecordUpsert
     func insertNew(_ drinks: ArraySlice<Drink>, firstAnchor: Int64, now: Int64) throws -> Bool
     func lookup(_ uuid: UUID) throws -> (Int64, Bool)?

@@ -177,13 +177,23 @@ extension Connection {
     ///   that failed inside ends in ROLLBACK, which PostgreSQL does not
     ///   report as an error).
     public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try transaction(opening: nil, { _ in try body() }, closing: { nil })
+    }
+
+    /// `transaction(_:)` with statements sent in the round trips of BEGIN
+    /// and COMMIT: `opening` (its result is `body`'s argument) right after
+    /// BEGIN, and what `closing` returns (asked after `body`; parameters
+    /// written into the text) right before COMMIT.
+    public func transaction<T>(
+        opening: String?, _ body: (ResultSet?) throws -> T, closing: () -> String?
+    ) throws -> T {
         if !isConnected, !reconnect() {
             throw PostgreSQLError(message: lastMessage, context: "connecting again to PostgreSQL")
         }
-        try execute("BEGIN")
+        let opened = try execute(opening.map { "BEGIN; \($0)" } ?? "BEGIN")
         do {
-            let value = try body()
-            let status = try execute("COMMIT").status
+            let value = try body(opening == nil ? nil : opened)
+            let status = try execute(closing().map { "\($0); COMMIT" } ?? "COMMIT").status
             guard status == "COMMIT" else {
                 throw PostgreSQLError(message: "COMMIT ended in \(status)", context: "committing")
             }

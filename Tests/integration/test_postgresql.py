@@ -14,7 +14,7 @@ import pytest
 from conftest import Service, drink
 from postgres import PostgresServer, server_bin
 from test_bus import publisher, subscriber
-from test_inbox import wait_until
+from test_inbox import drop, processed, wait_until
 from test_operations import http
 
 pytestmark = pytest.mark.skipif(server_bin() is None, reason="no PostgreSQL server (apt-get install postgresql)")
@@ -163,14 +163,19 @@ def test_the_database_stopped_and_started_again_is_survived(server, folder):
         held = [drink() for _ in range(50)]  # bus events while the database is away: held
         for d in held:
             pub.send_multipart([b"drink.add", json.dumps(d).encode()])
+        filed = [drink() for _ in range(3)]  # an inbox file: left where it is
+        drop(s, "away.json", json.dumps(filed))
         time.sleep(1)
+        assert (s.folder / "inbox" / "away.json").exists() and not processed(s, "away.json")
+        assert not (s.folder / "inbox" / "failed" / "away.json").exists()
 
         db.start()
         wait_until(lambda: http(s, "/readyz")[0] == 200, timeout=30, what="ready again")
         after = drink()
         assert s.request({"op": "add", "drinks": [after]})["ok"]
-        wanted = {d["uuid"] for d in before + held + [after]}
+        wanted = {d["uuid"] for d in before + held + filed + [after]}
         wait_until(lambda: wanted <= {x["uuid"] for x in s.all_changes(0)[0]}, timeout=30, what="the held events")
+        wait_until(lambda: processed(s, "away.json"), timeout=30, what="the inbox file imported")
         stored = {x["uuid"] for x in s.all_changes(0)[0]}
         assert refused["uuid"] not in stored
         end = s.request({"op": "ping"})["anchor"]
