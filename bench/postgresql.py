@@ -16,7 +16,7 @@ bench's own (Tests/postgres/server.sh: a socket folder, fsync on,
 synchronous_commit on), alternated across workers; medians and ratios go
 to bench/postgresql.json.
 
-    python3 bench/postgresql.py [--trials 3] [--paced-trials 5] [--quick]
+    python3 bench/postgresql.py [--trials 3] [--paced-trials 5] [--quick] [--on FOLDER] [--only TEXT]
 """
 import argparse
 import json
@@ -38,8 +38,8 @@ SERVER = ROOT / "Tests" / "postgres" / "server.sh"
 
 
 class Server:
-    def __init__(self):
-        self.root = Path(tempfile.mkdtemp(prefix="ct-bench-pg-", dir="/var/tmp"))
+    def __init__(self, parent):
+        self.root = Path(tempfile.mkdtemp(prefix="ct-bench-pg-", dir=parent))
         os.chmod(self.root, 0o755)
         out = subprocess.run([str(SERVER), "start", str(self.root / "server"), "max_connections=100"],
                              capture_output=True, text=True, check=True)
@@ -79,7 +79,7 @@ def launch(argv, folder):
 
 
 def trial(worker, scenario, loadgen, binary, server):
-    with tempfile.TemporaryDirectory(prefix="ct-bench-pg-", dir="/var/tmp") as d:
+    with tempfile.TemporaryDirectory(prefix="ct-bench-pg-", dir=server.root.parent) as d:
         base = Path(d)
         conninfo = server.database() if worker != "coffee-tracker, SQLite" else None
         count = 2 if worker == "two services, one database" else 1
@@ -130,6 +130,10 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--binary", default=str(ROOT / ".build/release/coffee-tracker"))
     parser.add_argument("--out", default=str(ROOT / "bench/postgresql.json"))
+    parser.add_argument("--on", default="/var/tmp",
+                        help="the folder of the server's data and the SQLite stores (/dev/shm: without the disk's fsyncs, "
+                             "what the code costs)")
+    parser.add_argument("--only", help="the scenarios whose name contains this text")
     args = parser.parse_args()
     loadgen, _ = build(ROOT / ".build/peers")
     q = 0.25 if args.quick else 1
@@ -137,8 +141,10 @@ def main():
         {"name": "full speed, single-event messages", "n": int(40_000 * q), "rate": 0},
         {"name": "1,000 events/s", "n": int(10_000 * q), "rate": 1000},
     ]
+    if args.only:
+        scenarios = [s for s in scenarios if args.only in s["name"]]
     workers = ["coffee-tracker, SQLite", "coffee-tracker, PostgreSQL", "psycopg worker", "two services, one database"]
-    server = Server()
+    server = Server(args.on)
     results = {}
     try:
         for scenario in scenarios:

@@ -15,7 +15,7 @@ extension HealthStore {
         while !rest.isEmpty {
             // Runs of new drinks in one statement each; a run that finds a
             // record (or a UUID twice) is written one by one, below.
-            let run = rest.prefix(SQLDialect.insertRuns.first { $0 <= rest.count } ?? 1)
+            let run = rest.prefix(statements.dialect.insertRuns.first { $0 <= rest.count } ?? 1)
             rest = rest.dropFirst(run.count)
             if run.count > 1, try statements.insertNew(run, firstAnchor: next + 1, now: now) {
                 for drink in run {

@@ -45,7 +45,7 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
                 source = excluded.source, changed_ms = excluded.changed_ms
             WHERE excluded.version > records.version \(db.dialect.upsertReturning?.clause ?? "")
             """)
-        for rows in SQLDialect.insertRuns {
+        for rows in db.dialect.insertRuns {
             let values = (0..<rows).map { k in
                 let n = 8 * k
                 return
