@@ -49,7 +49,8 @@ final class SharedStoreListener: @unchecked Sendable {
         thread.start()
     }
 
-    /// Stops the thread and waits for it (at most one poll, 0.2 s).
+    /// Stops the thread and waits for it (at most one poll or one step of
+    /// the backoff, 0.2 s, or a connection attempt).
     func stop() {
         guard thread != nil, !stopping.exchange(true, ordering: .relaxed) else { return }
         finished.wait()
@@ -77,7 +78,10 @@ final class SharedStoreListener: @unchecked Sendable {
                     wake()  // whatever was committed while no one listened
                     lastWake = .now
                 } catch {
-                    Thread.sleep(forTimeInterval: backoff)
+                    let until = ContinuousClock.now + .milliseconds(Int64(backoff * 1000))
+                    while ContinuousClock.now < until, !stopping.load(ordering: .relaxed) {
+                        Thread.sleep(forTimeInterval: 0.1)  // a stop waits for one step, not the backoff
+                    }
                     backoff = min(backoff * 2, 5)
                 }
                 continue

@@ -7,7 +7,7 @@ import Foundation
 final class Statements<Connection: RecordConnection>: RecordStatements, @unchecked Sendable {
     typealias Statement = Connection.Prepared
     private var upsertStatement: Statement?
-    /// `INSERT OR IGNORE` of `rows` new records in one statement, by `rows`.
+    /// An insert that skips taken UUIDs (`SQLDialect.insertSkipping`) of `rows` new records in one statement, by `rows`.
     private var insertStatements: [Int: Statement] = [:]
     /// Takes back what such a statement stored when it skipped a row.
     private var undoRunStatement: Statement?
@@ -277,55 +277,4 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
         return db.changes
     }
 
-}
-
-/// What an upsert did.
-enum RecordUpsert {
-    /// A new record.
-    case inserted
-    /// A newer version over a record (live or a tombstone).
-    case replaced
-    /// Nothing: the record's version was not lower.
-    case unchanged
-}
-
-/// A record as a page of changes reads it.
-struct RecordRow {
-    var anchor: Int64
-    var change: CommittedBatch.Change
-}
-
-/// The statements as the store calls them, whichever database holds it.
-protocol RecordStatements: AnyObject, Sendable {
-    var dialect: SQLDialect { get }
-    var insertedInRuns: Int { get }
-    var runsUndone: Int { get }
-    func transaction<T>(_ body: () throws -> T) throws -> T
-    func lockAnchor() -> Int64?
-    func advanceAnchor(to anchor: Int64)
-    func upsert(_ drink: Drink, anchor: Int64, now: Int64) throws -> RecordUpsert
-    func insertNew(_ drinks: ArraySlice<Drink>, firstAnchor: Int64, now: Int64) throws -> Bool
-    func lookup(_ uuid: UUID) throws -> (Int64, Bool)?
-    func tombstone(_ uuid: UUID, version: Int64, anchor: Int64, now: Int64) throws
-    func setMeta(_ key: String, _ value: Int64) throws
-    func meta(_ key: String) throws -> Int64?
-    func changes(after anchor: Int64, through end: Int64, liveOnly: Bool, limit: Int) throws -> [RecordRow]
-    func drinks(from: Int64, to: Int64) throws -> [Drink]
-    func highestExpiredTombstone(before cutoff: Int64) throws -> Int64?
-    func purgeTombstones(before cutoff: Int64) throws -> Int
-    func replicate(_ change: CommittedBatch.Change, anchor: Int64, now: Int64) throws
-    func purgeTombstones(through anchor: Int64) throws
-    func deleteAllRecords() throws
-    func finalize()
-    func closeConnection()
-}
-
-extension RecordStatement {
-    /// The drink of a row whose columns 4 to 7 are `date_ms, mg, type,
-    /// source`, as every read of records selects them.
-    func drink(uuid: UUID, version: Int64) -> Drink {
-        Drink(
-            uuid: uuid, mgCaffeine: double(5), date: Date(timeIntervalSince1970: Double(int64(4)) / 1000),
-            version: version, type: string(6).flatMap(DrinkType.init(rawValue:)), source: string(7))
-    }
 }
