@@ -1,9 +1,15 @@
 import CoffeeDomain
 import Foundation
+import SQLite
 
 /// The store's statements, and the mapping between rows and drinks: one
 /// definition over both stores (`RecordConnection`), the dialect's
 /// differences written into each statement's text.
+///
+/// The store calls it through `RecordStatements`, which runs the generic
+/// code; the per-drink methods carry `@_specialize` for SQLite, so that the
+/// default store's live path binds and steps without a witness call per
+/// column (without it: 0.84x the previous build's 10-event rate, CPU 1.22x).
 final class Statements<Connection: RecordConnection>: RecordStatements, @unchecked Sendable {
     typealias Statement = Connection.Prepared
     private var upsertStatement: Statement?
@@ -129,6 +135,7 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
         if dialect.isShared { advancedTo = anchor }
     }
 
+    @_specialize(where Connection == Database)
     func upsert(_ drink: Drink, anchor: Int64, now: Int64) throws -> RecordUpsert {
         let s = upsertStatement!
         try bindRecord(drink, anchor: anchor, now: now, to: s, from: 1)
@@ -152,6 +159,7 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
     /// undone, which doubled the cost of a row with random UUIDs. A skipped
     /// row shows in the count of changes, and the rows stored with it are
     /// deleted again (their anchors are new, so nothing else is).
+    @_specialize(where Connection == Database)
     func insertNew(_ drinks: ArraySlice<Drink>, firstAnchor: Int64, now: Int64) throws -> Bool {
         let s = insertStatements[drinks.count]!
         for (k, drink) in drinks.enumerated() {
@@ -173,6 +181,7 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
 
     /// Binds a drink's record to the eight parameters from `first`: uuid,
     /// version, anchor, date, mg, type, source, and the time of the change.
+    @_specialize(where Connection == Database)
     func bindRecord(_ drink: Drink, anchor: Int64, now: Int64, to s: Statement, from first: Int32) throws {
         try s.bind(first, uuid: drink.uuid)
         try s.bind(first + 1, drink.version)
@@ -185,6 +194,7 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
     }
 
     /// The record's version and whether it is a tombstone, if there is one.
+    @_specialize(where Connection == Database)
     func lookup(_ uuid: UUID) throws -> (Int64, Bool)? {
         let s = lookupStatement!
         defer { s.reset() }
@@ -193,6 +203,7 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
         return (s.int64(0), s.int64(1) != 0)
     }
 
+    @_specialize(where Connection == Database)
     func tombstone(_ uuid: UUID, version: Int64, anchor: Int64, now: Int64) throws {
         let s = tombstoneStatement!
         try s.bind(1, uuid: uuid)
@@ -216,6 +227,7 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
         try s.run()
     }
 
+    @_specialize(where Connection == Database)
     func changes(after anchor: Int64, through end: Int64, liveOnly: Bool, limit: Int) throws -> [RecordRow] {
         let p = dialect.p
         let s = try cached(
