@@ -21,8 +21,9 @@ extension HealthStore {
         public var replacesAll: Bool
         /// The primary's purged anchor, when known: the store's becomes it.
         public var purgedAnchor: Int64?
-        /// The primary's identity, taken with its whole state (`replacesAll`):
-        /// another store's (adopted), or a higher epoch of this one's.
+        /// The primary's identity, taken with its whole state (`replacesAll`),
+        /// or with the first page of a copy into an empty store: another
+        /// store's (adopted), or a higher epoch of this one's.
         public var identity: StoreIdentity?
 
         public init(
@@ -65,10 +66,7 @@ extension HealthStore {
         let outcome = self.commit(arrived: ContinuousClock.now) { changes in
             changes.anchors = []
             if commit.replacesAll { try statements.deleteAllRecords() }
-            for (anchor, change) in ordered {
-                try statements.replicate(change, anchor: anchor, now: now)
-                changes.record(change, anchor: anchor, replacing: true)
-            }
+            try replicate(ordered[...], now: now, into: &changes)
             if commit.replacesAll {
                 changes.carryNothing()
                 changes.replacesAll = true
@@ -104,18 +102,68 @@ extension HealthStore {
         }
     }
 
+    /// Writes `ordered` (each change under its primary's anchor): runs of
+    /// new drinks in one statement each, as `write` does; the rest, and a
+    /// run that finds a record, one by one, replacing whatever is held.
+    private func replicate(
+        _ ordered: ArraySlice<(anchor: Int64, change: CommittedBatch.Change)>, now: Int64,
+        into changes: inout CommitChanges
+    ) throws {
+        var rest = ordered
+        let longest = statements.dialect.insertRuns.first ?? 1
+        while !rest.isEmpty {
+            let additions = rest.prefix(longest).prefix { if case .added = $0.change { true } else { false } }
+            let size = statements.dialect.insertRuns.first { $0 <= additions.count } ?? 1
+            if size > 1 {
+                let run = additions.prefix(size)
+                let drinks = run.map { if case .added(let drink) = $0.change { drink } else { preconditionFailure() } }
+                if try statements.insertRun(drinks[...], anchors: run.map(\.anchor)[...], now: now) {
+                    for item in run { changes.record(item.change, anchor: item.anchor, replacing: false) }
+                    rest = rest.dropFirst(size)
+                    continue
+                }
+            }
+            for item in rest.prefix(size) {
+                try statements.replicate(item.change, anchor: item.anchor, now: now)
+                changes.record(item.change, anchor: item.anchor, replacing: true)
+            }
+            rest = rest.dropFirst(size)
+        }
+    }
+
     /// Runs `body` on the store's thread and waits for it, for a thread of
     /// its own that may block (a standby's follower commits this way).
     public nonisolated func blocking<T: Sendable>(_ body: @escaping @Sendable (isolated HealthStore) throws -> T) throws -> T {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<T, any Error>?>(nil)
-        executor.run {
-            let outcome = Result { try self.assumeIsolated { try body($0) } }
+        try started(body).wait()
+    }
+
+    /// Starts `body` on the store's thread; the caller goes on (a standby
+    /// reads its next page meanwhile) and takes the result with `wait()`.
+    public nonisolated func started<T: Sendable>(
+        _ body: @escaping @Sendable (isolated HealthStore) throws -> T
+    ) -> Job<T> {
+        let job = Job<T>()
+        executor.run { job.finish(Result { try self.assumeIsolated { try body($0) } }) }
+        return job
+    }
+
+    /// Work started on the store's thread (`started`): its result, once it is done.
+    public final class Job<T: Sendable>: Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        private let result = Mutex<Result<T, any Error>?>(nil)
+
+        fileprivate func finish(_ outcome: Result<T, any Error>) {
             result.withLock { $0 = outcome }
             done.signal()
         }
-        done.wait()
-        return try result.withLock { $0! }.get()
+
+        /// Waits until the work is done, then returns or throws what it did;
+        /// again at once on a later call.
+        public func wait() throws -> T {
+            done.wait()
+            done.signal()  // a later wait returns at once
+            return try result.withLock { $0! }.get()
+        }
     }
 }
 

@@ -27,6 +27,7 @@ protocol RecordStatements: AnyObject, Sendable {
     func advanceAnchor(to anchor: Int64)
     func upsert(_ drink: Drink, anchor: Int64, now: Int64) throws -> RecordUpsert
     func insertNew(_ drinks: ArraySlice<Drink>, firstAnchor: Int64, now: Int64) throws -> Bool
+    func insertRun(_ drinks: ArraySlice<Drink>, anchors: ArraySlice<Int64>, now: Int64) throws -> Bool
     func lookup(_ uuid: UUID) throws -> (Int64, Bool)?
     func tombstone(_ uuid: UUID, version: Int64, anchor: Int64, now: Int64) throws
     func setMeta(_ key: String, _ value: Int64) throws

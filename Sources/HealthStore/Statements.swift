@@ -161,15 +161,25 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
     /// deleted again (their anchors are new, so nothing else is).
     @_specialize(where Connection == Database)
     func insertNew(_ drinks: ArraySlice<Drink>, firstAnchor: Int64, now: Int64) throws -> Bool {
+        try insertRun(drinks, anchors: firstAnchor..<firstAnchor + Int64(drinks.count), now: now)
+    }
+
+    /// `insertNew` at the given anchors, ascending and after every record's
+    /// (a standby's, its primary's anchors).
+    @_specialize(where Connection == Database, Anchors == Range<Int64>)
+    @_specialize(where Connection == Database, Anchors == ArraySlice<Int64>)
+    func insertRun<Anchors: BidirectionalCollection<Int64>>(_ drinks: ArraySlice<Drink>, anchors: Anchors, now: Int64) throws
+        -> Bool
+    {
         let s = insertStatements[drinks.count]!
-        for (k, drink) in drinks.enumerated() {
-            try bindRecord(drink, anchor: firstAnchor + Int64(k), now: now, to: s, from: Int32(8 * k + 1))
+        for (k, (drink, anchor)) in zip(drinks, anchors).enumerated() {
+            try bindRecord(drink, anchor: anchor, now: now, to: s, from: Int32(8 * k + 1))
         }
         try s.run()
         guard db.changes == drinks.count else {
             let undo = undoRunStatement!
-            try undo.bind(1, firstAnchor)
-            try undo.bind(2, firstAnchor + Int64(drinks.count))
+            try undo.bind(1, anchors.first!)
+            try undo.bind(2, anchors.last! + 1)
             try undo.run()
             db.forgetLastInsert()  // not a row of the undone run's, for `upsert`'s test
             runsUndone += 1

@@ -144,4 +144,52 @@ struct ReplicaTests {
             #expect(batch.previousAnchor == before && batch.anchor == state.anchor)
         }
     }
+
+    /// A standby's new drinks go in runs of one statement each, at their
+    /// primary's anchors (gaps between them); a run that meets a held record
+    /// is written one by one, replacing it. Either way the store holds what
+    /// storing each change alone holds, and announces the same.
+    @Test func newDrinksGoInRunsAndARunThatMeetsAHeldRecordIsWrittenOneByOne() async throws {
+        try await withTwoStores { batched, alone in
+            let (announced, told) = (await CommitRecorder(batched), await CommitRecorder(alone))
+            let held = (0..<40).map { drink(mg: Double($0 + 1), at: Double($0)) }
+            var first = AnchoredChanges()
+            (first.added, first.addedAnchors) = (held, held.indices.map { Int64(2 * $0 + 2) })
+            let fresh = (0..<25).map { drink(mg: 7, at: Double(100 + $0)) }
+            var second = AnchoredChanges()
+            second.added = Array(fresh[..<10]) + [drink(held[3].uuid, mg: 300, version: 2)] + fresh[10...]
+            second.addedAnchors = second.added.indices.map { Int64(100 + $0) }
+            (second.deleted, second.deletedAnchors) = ([Tombstone(uuid: held[5].uuid, version: 1)], [200])
+            for (changes, through) in [(first, Int64(81)), (second, 201)] {
+                try await batched.replicate(.init(changes: changes, through: through))
+                for item in changes.inAnchorOrder {
+                    var one = AnchoredChanges()
+                    switch item.change {
+                    case .added(let d): (one.added, one.addedAnchors) = ([d], [item.anchor])
+                    case .deleted(let t): (one.deleted, one.deletedAnchors) = ([t], [item.anchor])
+                    }
+                    try await alone.replicate(.init(changes: one, through: item.anchor))
+                }
+                try await alone.replicate(.init(changes: AnchoredChanges(), through: through))
+            }
+            #expect(try await everything(batched) == everything(alone))
+            let anchors = (await batched.anchor, await alone.anchor)
+            #expect(anchors == (201, 201))
+            let record = try await batched.changes(since: 0, limit: 1000)
+            #expect(record.added.first { $0.uuid == held[3].uuid }?.mgCaffeine == 300)
+            #expect(record.deleted.map(\.uuid) == [held[5].uuid])
+            // 40 in runs (16, 16, 4, 4); then the run of 16 with held[3] undone, and 8 of the last 10 in runs.
+            let runs = await (batched.statements.insertedInRuns, batched.statements.runsUndone)
+            #expect(runs == (48, 1))
+            #expect(await alone.statements.insertedInRuns == 0)
+            func anchorsOf(_ batches: [CommittedBatch]) -> [Int64] {
+                batches.flatMap { batch -> [Int64] in
+                    let r = batch.resolved()
+                    return r.addedAnchors + r.deletedAnchors
+                }.sorted()
+            }
+            #expect(announced.batches.count == 2)
+            #expect(anchorsOf(announced.batches) == anchorsOf(told.batches))
+        }
+    }
 }

@@ -8,7 +8,8 @@ import HealthStore
 /// change stored under its primary's anchor. It starts from its own anchor
 /// (0 when new, so that it holds the tombstones too); where the primary has
 /// purged past it, or the primary is behind it, it takes the primary's
-/// whole state in one commit. The messages of a burst become one commit.
+/// whole state in one commit. The messages of a burst become one commit; a
+/// read's next page is read while the store commits the one before.
 struct StandbyReplica: FeedTarget {
     let store: HealthStore
     let status: FollowStatus
@@ -23,7 +24,7 @@ struct StandbyReplica: FeedTarget {
     /// The update feed has been silent since the last word from it.
     private var silent = false
     /// A read's page, and the most changes one commit of messages holds.
-    static let page = 5000
+    static let page = 10_000
     /// A standby commits each burst at once.
     static var settleInterval: Duration { .zero }
 
@@ -46,24 +47,51 @@ struct StandbyReplica: FeedTarget {
         }
         let purged = try Self.purgedAnchor(client)
         do {
-            var page = try client.changes(since: held, limit: Self.page)
+            let page = try client.changes(since: held, limit: Self.page)
             if page.anchor < held {
                 logger.warning(
                     "the primary is behind this standby (restored, or a new store); taking its whole state",
                     metadata: ["primary": "\(page.anchor)", "standby": "\(held)"])
                 return try replaceAll(client)
             }
-            while true {
-                try commit(Self.anchored(page), through: page.anchor, purgedAnchor: purged)
-                if !page.hasMore { break }
-                page = try client.changes(since: page.anchor, limit: Self.page)
-            }
+            try copy(from: page, client, purgedAnchor: purged)
         } catch let refusal as QueryClient.Refusal where refusal.code == "anchor_expired" {
             logger.notice(
                 "the primary purged tombstones past this standby's anchor; taking its whole state",
                 metadata: ["anchor": "\(held)"])
             try replaceAll(client)
         }
+    }
+
+    /// Stores `first` and the pages after it, each in one commit; the next
+    /// page is read while the store commits the one before (one commit at a
+    /// time: a page is started only after the one before it is durable).
+    /// With `identity`, the first commit takes it, replacing what is held.
+    private mutating func copy(
+        from first: Changes, _ client: QueryClient, purgedAnchor: Int64, identity: StoreIdentity? = nil
+    ) throws {
+        var page = first
+        var identity = identity
+        var committing: HealthStore.Job<Int64>?
+        do {
+            while true {
+                let commit = HealthStore.ReplicaCommit(
+                    changes: Self.anchored(page), through: page.anchor, replacesAll: identity != nil,
+                    purgedAnchor: purgedAnchor, identity: identity)
+                identity = nil
+                if let job = committing {
+                    committing = nil
+                    stored(try job.wait())
+                }
+                committing = store.started { try $0.replicate(commit) }
+                if !page.hasMore { break }
+                page = try client.changes(since: page.anchor, limit: Self.page)
+            }
+        } catch {
+            if let job = committing { try? stored(job.wait()) }
+            throw error
+        }
+        if let job = committing { stored(try job.wait()) }
     }
 
     mutating func apply(_ changes: Changes) throws {
@@ -100,7 +128,9 @@ struct StandbyReplica: FeedTarget {
     /// promoted since), another store while this one is empty, or with
     /// `follow.adopt`, or while this one's identity is only the one an
     /// upgrade made: drop what is held and copy the primary from anchor 0,
-    /// in one commit that takes its identity. A lower epoch of this store
+    /// in one commit that takes its identity (an empty store drops nothing:
+    /// page by page then, the first commit taking the identity, unless the
+    /// primary purged tombstones). A lower epoch of this store
     /// (an old primary restarted after a promotion), or another store
     /// otherwise: refused, serving what is held; the loop ends, and the
     /// standby tries again later.
@@ -125,6 +155,15 @@ struct StandbyReplica: FeedTarget {
                 "taking the primary's store",
                 metadata: ["store": "\(UUIDText.string(primary.store))", "epoch": "\(primary.epoch)"])
         }
+        if held == 0 {
+            // Nothing held to drop: the copy goes page by page, the first commit taking the identity.
+            let purged = try Self.purgedAnchor(client)
+            do {
+                return try copy(from: client.changes(since: 0, limit: Self.page), client, purgedAnchor: purged, identity: primary)
+            } catch let refusal as QueryClient.Refusal where refusal.code == "anchor_expired" {
+                // The primary purged tombstones: its whole state, as below.
+            }
+        }
         try replaceAll(client, identity: primary)
     }
 
@@ -137,7 +176,10 @@ struct StandbyReplica: FeedTarget {
         let purged = try Self.purgedAnchor(client)
         var latest: [UUID: (anchor: Int64, change: CommittedBatch.Change)] = [:]
         var through: Int64 = 0
-        for start in [nil, purged] as [Int64?] {
+        // Every live drink (from null), then the changes after the purged
+        // anchor; with nothing purged, the read from 0 holds both.
+        let starts: [Int64?] = purged == 0 ? [0] : [nil, purged]
+        for start in starts {
             var page = try client.changes(since: start, limit: Self.page)
             while true {
                 for item in Self.anchored(page).inAnchorOrder where (latest[item.change.uuid]?.anchor ?? 0) < item.anchor {
@@ -161,8 +203,12 @@ struct StandbyReplica: FeedTarget {
     ) throws {
         let commit = HealthStore.ReplicaCommit(
             changes: changes, through: through, replacesAll: replacesAll, purgedAnchor: purgedAnchor, identity: identity)
-        held = try store.blocking { try $0.replicate(commit) }
-        status.stored(held)
+        stored(try store.blocking { try $0.replicate(commit) })
+    }
+
+    private mutating func stored(_ anchor: Int64) {
+        held = anchor
+        status.stored(anchor)
     }
 
     private static func purgedAnchor(_ client: QueryClient) throws -> Int64 {
