@@ -65,6 +65,7 @@ extension HealthStore {
         let identityBefore = identityNow.withLock { $0 }
         let outcome = self.commit(arrived: ContinuousClock.now) { changes in
             changes.anchors = []
+            changes.reserve(ordered.count)
             if commit.replacesAll { try statements.deleteAllRecords() }
             try replicate(ordered[...], now: now, into: &changes)
             if commit.replacesAll {

@@ -79,6 +79,16 @@ struct CommitChanges {
     /// Everything held was replaced (`CommittedBatch.replacesAll`).
     var replacesAll = false
 
+    /// Room for `count` more changes, so that a large commit's log does not
+    /// grow by copies. Once per commit: reserving little by little would
+    /// copy at each step.
+    mutating func reserve(_ count: Int) {
+        guard isComplete else { return }
+        let total = min(log.count + count, HealthStore.announceLimit + 1)
+        log.reserveCapacity(total)
+        anchors?.reserveCapacity(total)
+    }
+
     mutating func record(_ change: CommittedBatch.Change, anchor: Int64, replacing: Bool) {
         self.anchor = anchor
         if replacing { replacesRecords = true }

@@ -93,7 +93,8 @@ extension HealthStore {
     func commitEntries(_ entries: [Entry]) {
         let work = entries.map(\.waiter)
         let outcome = commit(arrived: work.map(\.arrived).min()) { changes in
-            try work.map { try write($0.batch, into: &changes) }
+            changes.reserve(entries.reduce(0) { $0 + $1.changes })
+            return try work.map { try write($0.batch, into: &changes) }
         } delivered: { results in
             for (item, result) in zip(work, results) { reply(item, result) }
         }

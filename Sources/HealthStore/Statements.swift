@@ -154,18 +154,15 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
     /// nothing written, when a UUID among them has a record already or is
     /// among them twice (the caller then upserts them one by one).
     ///
-    /// `OR IGNORE`, not a plain `INSERT` that aborts: a statement that may
-    /// abort keeps a journal of every page it touches so that it can be
-    /// undone, which doubled the cost of a row with random UUIDs. A skipped
-    /// row shows in the count of changes, and the rows stored with it are
-    /// deleted again (their anchors are new, so nothing else is).
+    /// `OR IGNORE`, not a plain `INSERT` that aborts: a statement that may abort
+    /// keeps a journal of every page it touches so that it can be undone, which
+    /// doubled the cost of a row with random UUIDs. A skipped row shows in the count
+    /// of changes; the rows stored with it are deleted again (their anchors are new).
     @_specialize(where Connection == Database)
     func insertNew(_ drinks: ArraySlice<Drink>, firstAnchor: Int64, now: Int64) throws -> Bool {
         try insertRun(drinks, anchors: firstAnchor..<firstAnchor + Int64(drinks.count), now: now)
     }
-
-    /// `insertNew` at the given anchors, ascending and after every record's
-    /// (a standby's, its primary's anchors).
+    /// `insertNew` at `anchors`, ascending, after every record's (a standby's: its primary's).
     @_specialize(where Connection == Database, Anchors == Range<Int64>)
     @_specialize(where Connection == Database, Anchors == ArraySlice<Int64>)
     func insertRun<Anchors: BidirectionalCollection<Int64>>(_ drinks: ArraySlice<Drink>, anchors: Anchors, now: Int64) throws
@@ -250,6 +247,7 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
         try s.bind(3, end)
         defer { s.reset() }
         var rows: [RecordRow] = []
+        rows.reserveCapacity(min(limit, 10_001))  // a page, without the copies of growing
         while try s.step() {
             let uuid = s.uuid(0)
             let version = s.int64(1)

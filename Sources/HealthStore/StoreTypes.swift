@@ -97,6 +97,9 @@ public struct AnchoredChanges: Sendable, Hashable {
 
     /// Splits changes, each with its anchor, into drinks and tombstones.
     public init(_ changes: some Sequence<(anchor: Int64, change: CommittedBatch.Change)>) {
+        // Room for all as drinks: a page or a commit is mostly drinks, and growing copies them.
+        added.reserveCapacity(changes.underestimatedCount)
+        addedAnchors.reserveCapacity(changes.underestimatedCount)
         for (anchor, change) in changes {
             switch change {
             case .added(let d):
