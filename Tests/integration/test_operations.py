@@ -20,7 +20,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import BINARY, Service, drink
-from test_bus import publisher
+from test_bus import publisher, subscriber
 from test_inbox import drop, processed, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,6 +113,7 @@ def test_systemd_hears_ready_status_a_watchdog_that_stops_when_the_store_stalls_
 
 
 def test_metrics_parse_and_agree_with_the_query_endpoint(service):
+    sub = subscriber(service, topics=(b"changes",))  # `changes` is written (and its delay timed) for a subscriber
     pub, _ = publisher(service)
     for _ in range(25):
         pub.send_multipart([b"drink.add", json.dumps(drink()).encode()])
@@ -155,6 +156,7 @@ def test_metrics_parse_and_agree_with_the_query_endpoint(service):
     assert http(service, "/nothing-here")[0] == 404
     assert http(service, "/readyz")[0] == 200
     pub.close()
+    sub.close()
 
 
 def test_readyz_is_503_while_draining(folder):

@@ -43,6 +43,7 @@ public final class Broadcaster: Service {
     private let anchor = Atomic<Int64>(0)
     private let endpoints = Mutex<[String]>([])
     private let counters: ServiceCounters
+    private let subscriptions: Subscriptions
     private let logger: Logger
     /// From an event's arrival at the store to its `changes` message being
     /// handed to ZeroMQ (docs/protocol.md §9).
@@ -58,6 +59,7 @@ public final class Broadcaster: Service {
         self.context = context
         self.store = store
         self.counters = counters
+        subscriptions = Subscriptions(counters: counters)
         loop = try SocketLoop(name: "updates", mailboxCapacity: configuration.queueCapacity, lendable: true)
     }
 
@@ -90,12 +92,7 @@ public final class Broadcaster: Service {
             let reading = PageReading()
             return SocketLoop<Outgoing>.Handler(
                 sockets: [socket],
-                readable: { _ in
-                    // XPUB hands us (un)subscriptions: byte 1 subscribe, 0 unsubscribe.
-                    while let frames = try? socket.receive(dontWait: true), let first = frames.first?.first {
-                        self.counters.subscribers.add(first == 1 ? 1 : -1, ordering: .relaxed)
-                    }
-                },
+                readable: { _ in self.subscriptions.take(from: socket) },
                 received: { messages in
                     for m in messages { self.handle(m, socket, reading) }
                 },
@@ -185,13 +182,15 @@ public final class Broadcaster: Service {
         _ socket: ZMQSocket, identity: StoreIdentity?, anchor newAnchor: Int64, previousAnchor: Int64,
         _ changes: AnchoredChanges, arrived: ContinuousClock.Instant?
     ) {
+        defer { anchor.store(max(anchor.load(ordering: .relaxed), newAnchor), ordering: .relaxed) }
+        // Nobody to receive it: not written (a standby catching up with no screens, say).
+        guard subscriptions.wantChanges(socket) else { return }
         let body = WireFormat.changesMessage(
             identity: identity, anchor: newAnchor, previousAnchor: previousAnchor, added: changes.added,
             addedAnchors: changes.addedAnchors,
             deleted: changes.deleted, deletedAnchors: changes.deletedAnchors)
         _ = try? socket.send([Data("changes".utf8), Data(body)], dontWait: true)
         if let arrived { publishDelay.observe(ContinuousClock.now - arrived) }
-        anchor.store(max(anchor.load(ordering: .relaxed), newAnchor), ordering: .relaxed)
     }
 
     /// A commit too large to carry its changes, read back from the store and
@@ -232,6 +231,9 @@ public final class Broadcaster: Service {
         case .barrier(let reached):
             reached()
         case .pages(let batch):
+            guard subscriptions.wantChanges(socket) else {  // nobody to receive its pages: none read
+                return anchor.store(max(anchor.load(ordering: .relaxed), batch.anchor), ordering: .relaxed)
+            }
             _ = readPage(of: batch, after: batch.previousAnchor, reading)
         case .page(let result, let batch, let previous):
             switch result {
