@@ -60,6 +60,17 @@ struct EndpointTests {
             try await run.value
         }
 
+        /// A publisher of the rig's store, on an endpoint of its own, with heartbeats every 50 ms.
+        func broadcaster() throws -> (Broadcaster, Broadcaster.Configuration) {
+            var configuration = Broadcaster.Configuration()
+            configuration.bind = [socket("updates")]
+            configuration.heartbeatInterval = .milliseconds(50)
+            let broadcaster = try Broadcaster(
+                configuration: configuration, context: context, store: store, counters: counters,
+                logger: Logger(label: "test"))
+            return (broadcaster, configuration)
+        }
+
         func cleanup() async {
             await store.close()
             try? FileManager.default.removeItem(at: dir)
@@ -118,21 +129,17 @@ struct EndpointTests {
         await rig.cleanup()
     }
 
+    /// One socket used by one thread at a time, handed over with the
+    /// memory barriers of thread start and continuation (as libzmq allows).
+    final class Held: @unchecked Sendable {
+        let socket: ZMQSocket
+        init(_ socket: ZMQSocket) { self.socket = socket }
+    }
+
     @Test func thePublisherSendsEachCommitsChangesAndHeartbeats() async throws {
         let rig = try Rig()
-        var configuration = Broadcaster.Configuration()
-        configuration.bind = [rig.socket("updates")]
-        configuration.heartbeatInterval = .milliseconds(50)
-        let broadcaster = try Broadcaster(
-            configuration: configuration, context: rig.context, store: rig.store, counters: rig.counters,
-            logger: Logger(label: "test"))
+        let (broadcaster, configuration) = try rig.broadcaster()
         try await rig.running(broadcaster) {
-            // One socket used by one thread at a time, handed over with the
-            // memory barriers of thread start and continuation (as libzmq allows).
-            final class Held: @unchecked Sendable {
-                let socket: ZMQSocket
-                init(_ socket: ZMQSocket) { self.socket = socket }
-            }
             let held = Held(try ZMQSocket(rig.context, .sub))
             let sub = held.socket
             defer { sub.close() }
@@ -167,17 +174,8 @@ struct EndpointTests {
     /// overtake its pages (the anchors chain), nor be lost.
     @Test func aLargeCommitsPagesGoOutInOrderBeforeWhatFollowsIt() async throws {
         let rig = try Rig()
-        var configuration = Broadcaster.Configuration()
-        configuration.bind = [rig.socket("updates")]
-        configuration.heartbeatInterval = .milliseconds(50)
-        let broadcaster = try Broadcaster(
-            configuration: configuration, context: rig.context, store: rig.store, counters: rig.counters,
-            logger: Logger(label: "test"))
+        let (broadcaster, configuration) = try rig.broadcaster()
         try await rig.running(broadcaster) {
-            final class Held: @unchecked Sendable {
-                let socket: ZMQSocket
-                init(_ socket: ZMQSocket) { self.socket = socket }
-            }
             let held = Held(try ZMQSocket(rig.context, .sub))
             defer { held.socket.close() }
             try held.socket.setReceiveTimeout(ms: 5000)

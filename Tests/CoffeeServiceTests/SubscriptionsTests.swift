@@ -12,12 +12,7 @@ import ZeroMQ
 /// and a subscriber that comes gets the next one.
 @Suite("The publisher's subscriptions", .timeLimit(.minutes(1)))
 struct SubscriptionsTests {
-    /// One socket used by one thread at a time, handed over with the
-    /// memory barriers of thread start and continuation (as libzmq allows).
-    final class Held: @unchecked Sendable {
-        let socket: ZMQSocket
-        init(_ socket: ZMQSocket) { self.socket = socket }
-    }
+    typealias Held = EndpointTests.Held
 
     /// Receives on `held` on a thread of its own until a message of `topic`
     /// whose JSON says `anchor`, or 100 messages, or a receive timeout.
@@ -49,12 +44,7 @@ struct SubscriptionsTests {
 
     @Test func commitsNobodySubscribesToAreNotWrittenAndASubscriberGetsTheNext() async throws {
         let rig = try EndpointTests.Rig()
-        var configuration = Broadcaster.Configuration()
-        configuration.bind = [rig.socket("updates")]
-        configuration.heartbeatInterval = .milliseconds(50)
-        let broadcaster = try Broadcaster(
-            configuration: configuration, context: rig.context, store: rig.store, counters: rig.counters,
-            logger: Logger(label: "test"))
+        let (broadcaster, configuration) = try rig.broadcaster()
         try await rig.running(broadcaster) {
             // A subscriber of heartbeats alone: two commits, one of them too large to carry its changes.
             let beats = try subscriber(rig, configuration.bind[0], "heartbeat")

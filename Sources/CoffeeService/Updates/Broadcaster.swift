@@ -171,6 +171,7 @@ public final class Broadcaster: Service {
     /// A commit whose changes it carries, as `changes` messages of at most
     /// `pageSize` changes (docs/protocol.md §3): a larger commit's pages chain.
     private func sendCommit(_ socket: ZMQSocket, _ commit: CommittedBatch) {
+        guard subscriptions.wantChanges(socket) else { return passed(commit.anchor) }  // nobody to receive it
         for batch in commit.pages(of: Self.pageSize) {
             sendChanges(
                 socket, identity: batch.identity, anchor: batch.anchor, previousAnchor: batch.previousAnchor,
@@ -182,7 +183,7 @@ public final class Broadcaster: Service {
         _ socket: ZMQSocket, identity: StoreIdentity?, anchor newAnchor: Int64, previousAnchor: Int64,
         _ changes: AnchoredChanges, arrived: ContinuousClock.Instant?
     ) {
-        defer { anchor.store(max(anchor.load(ordering: .relaxed), newAnchor), ordering: .relaxed) }
+        defer { passed(newAnchor) }
         // Nobody to receive it: not written (a standby catching up with no screens, say).
         guard subscriptions.wantChanges(socket) else { return }
         let body = WireFormat.changesMessage(
@@ -191,6 +192,11 @@ public final class Broadcaster: Service {
             deleted: changes.deleted, deletedAnchors: changes.deletedAnchors)
         _ = try? socket.send([Data("changes".utf8), Data(body)], dontWait: true)
         if let arrived { publishDelay.observe(ContinuousClock.now - arrived) }
+    }
+
+    /// The heartbeats' anchor moves on to `newAnchor`, written or not.
+    private func passed(_ newAnchor: Int64) {
+        anchor.store(max(anchor.load(ordering: .relaxed), newAnchor), ordering: .relaxed)
     }
 
     /// A commit too large to carry its changes, read back from the store and
@@ -231,9 +237,7 @@ public final class Broadcaster: Service {
         case .barrier(let reached):
             reached()
         case .pages(let batch):
-            guard subscriptions.wantChanges(socket) else {  // nobody to receive its pages: none read
-                return anchor.store(max(anchor.load(ordering: .relaxed), batch.anchor), ordering: .relaxed)
-            }
+            guard subscriptions.wantChanges(socket) else { return passed(batch.anchor) }  // no pages read for nobody
             _ = readPage(of: batch, after: batch.previousAnchor, reading)
         case .page(let result, let batch, let previous):
             switch result {
