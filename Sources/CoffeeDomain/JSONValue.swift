@@ -35,7 +35,12 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, Expressib
 
     func bytes() -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(256)
+        // A reply's pages are written already: room for them, not doubling up to them.
+        var encoded = 0
+        if case .object(let members) = self {
+            for case (_, .encoded(let bytes)) in members { encoded += bytes.count }
+        }
+        out.reserveCapacity(256 + encoded)
         write(to: &out)
         return out
     }
@@ -44,10 +49,10 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, Expressib
     /// the broadcaster most of its time in `String` appends.
     public func write(to out: inout [UInt8]) {
         switch self {
-        case .null: out += "null".utf8
+        case .null: JSONBytes.append("null", to: &out)
         case .bool(let b): out += (b ? "true" : "false").utf8
-        case .int(let i): out += String(i).utf8
-        case .double(let d): out += JSONValue.number(d).utf8
+        case .int(let i): JSONBytes.append(i, to: &out)
+        case .double(let d): JSONBytes.append(d, to: &out)
         case .string(let s): JSONValue.quote(s, into: &out)
         case .array(let items):
             out.append(UInt8(ascii: "["))
@@ -95,14 +100,14 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, Expressib
         }
         for byte in s.utf8 {
             switch byte {
-            case UInt8(ascii: "\""): out += #"\""#.utf8
-            case UInt8(ascii: "\\"): out += #"\\"#.utf8
-            case 0x0A: out += #"\n"#.utf8
-            case 0x0D: out += #"\r"#.utf8
-            case 0x09: out += #"\t"#.utf8
+            case UInt8(ascii: "\""): JSONBytes.append(#"\""#, to: &out)
+            case UInt8(ascii: "\\"): JSONBytes.append(#"\\"#, to: &out)
+            case 0x0A: JSONBytes.append(#"\n"#, to: &out)
+            case 0x0D: JSONBytes.append(#"\r"#, to: &out)
+            case 0x09: JSONBytes.append(#"\t"#, to: &out)
             case 0..<0x20:
                 let hex = Array("0123456789abcdef".utf8)
-                out += #"\u00"#.utf8
+                JSONBytes.append(#"\u00"#, to: &out)
                 out.append(hex[Int(byte >> 4)])
                 out.append(hex[Int(byte & 0xF)])
             default: out.append(byte)

@@ -24,10 +24,10 @@ public struct StoreIdentity: Sendable, Hashable, CustomStringConvertible {
 
     /// `"store":"…","epoch":N,` written straight to bytes, ahead of a message's other members.
     public func write(into out: inout [UInt8]) {
-        out += #""store":""#.utf8
+        JSONBytes.append(#""store":""#, to: &out)
         UUIDText.write(store, into: &out)
-        out += #"","epoch":"#.utf8
-        out += String(epoch).utf8
+        JSONBytes.append(#"","epoch":"#, to: &out)
+        JSONBytes.append(epoch, to: &out)
         out.append(UInt8(ascii: ","))
     }
 

@@ -56,10 +56,13 @@ extension JSONValue {
         return value
     }
 
+    /// JSON's `null`: a test of the case, where `==` would write both sides out.
+    public var isNull: Bool { if case .null = self { true } else { false } }
+
     /// The value of `key` in an object; nil when absent or null.
     public func optionalMember(_ key: String) throws(WireFormat.DecodingError) -> JSONValue? {
         guard case .object(let members) = self else { throw WireFormat.DecodingError("expected an object for \"\(key)\"") }
-        guard let value = members.last(where: { $0.0 == key })?.1, value != .null else { return nil }
+        guard let value = members.last(where: { $0.0 == key })?.1, !value.isNull else { return nil }
         return value
     }
 

@@ -21,25 +21,25 @@ public enum WireFormat {
     /// every stored drink, and building the tree and its strings first was
     /// most of its time. A test holds the two to the same bytes.
     public static func write(_ drink: Drink, anchor: Int64? = nil, into out: inout [UInt8]) {
-        out += #"{"uuid":""#.utf8
+        JSONBytes.append(#"{"uuid":""#, to: &out)
         UUIDText.write(drink.uuid, into: &out)
-        out += #"","mgCaffeine":"#.utf8
-        out += JSONValue.number(drink.mgCaffeine).utf8
-        out += #","date":""#.utf8
+        JSONBytes.append(#"","mgCaffeine":"#, to: &out)
+        JSONBytes.append(drink.mgCaffeine, to: &out)
+        JSONBytes.append(#","date":""#, to: &out)
         RFC3339.write(drink.date, into: &out)
-        out += #"","version":"#.utf8
-        out += String(drink.version).utf8
+        JSONBytes.append(#"","version":"#, to: &out)
+        JSONBytes.append(drink.version, to: &out)
         if let type = drink.type {
-            out += #","type":"#.utf8
+            JSONBytes.append(#","type":"#, to: &out)
             JSONValue.quote(type.rawValue, into: &out)
         }
         if let source = drink.source {
-            out += #","source":"#.utf8
+            JSONBytes.append(#","source":"#, to: &out)
             JSONValue.quote(source, into: &out)
         }
         if let anchor {
-            out += #","anchor":"#.utf8
-            out += String(anchor).utf8
+            JSONBytes.append(#","anchor":"#, to: &out)
+            JSONBytes.append(anchor, to: &out)
         }
         out.append(UInt8(ascii: "}"))
     }
@@ -53,20 +53,18 @@ public enum WireFormat {
     ) -> [UInt8] {
         precondition(added.count == addedAnchors.count && deleted.count == deletedAnchors.count)
         var out: [UInt8] = []
-        out.reserveCapacity(128 + added.count * 160 + deleted.count * 80)
+        out.reserveCapacity(128 + added.count * 224 + deleted.count * 80)
         out.append(UInt8(ascii: "{"))
         identity?.write(into: &out)
-        out += #""anchor":\#(anchor),"previousAnchor":\#(previousAnchor),"added":["#.utf8
-        for (i, drink) in added.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            write(drink, anchor: addedAnchors[i], into: &out)
-        }
-        out += #"],"deleted":["#.utf8
-        for (i, tombstone) in deleted.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            json(tombstone, anchor: deletedAnchors[i]).write(to: &out)
-        }
-        out += "]}".utf8
+        JSONBytes.append(#""anchor":"#, to: &out)
+        JSONBytes.append(anchor, to: &out)
+        JSONBytes.append(#","previousAnchor":"#, to: &out)
+        JSONBytes.append(previousAnchor, to: &out)
+        JSONBytes.append(#","added":"#, to: &out)
+        appendArray(added, anchors: addedAnchors, into: &out) { write($0, anchor: $1, into: &$2) }
+        JSONBytes.append(#","deleted":"#, to: &out)
+        appendArray(deleted, anchors: deletedAnchors, into: &out) { write($0, anchor: $1, into: &$2) }
+        out.append(UInt8(ascii: "}"))
         return out
     }
 
@@ -75,15 +73,44 @@ public enum WireFormat {
     /// (what a standby catching up reads) was most of the primary's time
     /// as a tree. A test holds the two to the same bytes over random pages.
     public static func drinksArray(_ drinks: [Drink], anchors: [Int64]) -> JSONValue {
-        precondition(drinks.count == anchors.count)
-        var out: [UInt8] = [UInt8(ascii: "[")]
-        out.reserveCapacity(2 + drinks.count * 160)
-        for (i, drink) in drinks.enumerated() {
+        var out: [UInt8] = []
+        out.reserveCapacity(2 + drinks.count * 224)  // a drink with a source of 30 bytes takes about 200
+        appendArray(drinks, anchors: anchors, into: &out) { write($0, anchor: $1, into: &$2) }
+        return .encoded(out)
+    }
+
+    /// `.array(zip(tombstones, anchors).map { json($0, anchor: $1) })`, written straight to bytes.
+    public static func tombstonesArray(_ tombstones: [Tombstone], anchors: [Int64]) -> JSONValue {
+        var out: [UInt8] = []
+        out.reserveCapacity(2 + tombstones.count * 80)
+        appendArray(tombstones, anchors: anchors, into: &out) { write($0, anchor: $1, into: &$2) }
+        return .encoded(out)
+    }
+
+    /// `[` then each item with its anchor, written by `write`, then `]`.
+    private static func appendArray<Item>(
+        _ items: [Item], anchors: [Int64], into out: inout [UInt8], _ write: (Item, Int64, inout [UInt8]) -> Void
+    ) {
+        precondition(items.count == anchors.count)
+        out.append(UInt8(ascii: "["))
+        for (i, item) in items.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            write(drink, anchor: anchors[i], into: &out)
+            write(item, anchors[i], &out)
         }
         out.append(UInt8(ascii: "]"))
-        return .encoded(out)
+    }
+
+    /// `json(tombstone, anchor:)` written straight to bytes.
+    public static func write(_ tombstone: Tombstone, anchor: Int64? = nil, into out: inout [UInt8]) {
+        JSONBytes.append(#"{"uuid":""#, to: &out)
+        UUIDText.write(tombstone.uuid, into: &out)
+        JSONBytes.append(#"","version":"#, to: &out)
+        JSONBytes.append(tombstone.version, to: &out)
+        if let anchor {
+            JSONBytes.append(#","anchor":"#, to: &out)
+            JSONBytes.append(anchor, to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
     }
 
     /// A tombstone: `uuid` and `version`; in `changes`, the `anchor` of its own change.
@@ -104,31 +131,31 @@ public enum WireFormat {
         out.reserveCapacity(384 + model.timeline.count * 64)
         out.append(UInt8(ascii: "{"))
         model.identity?.write(into: &out)
-        out += #""anchor":"#.utf8
-        out += String(model.anchor).utf8
-        out += #","at":""#.utf8
+        JSONBytes.append(#""anchor":"#, to: &out)
+        JSONBytes.append(model.anchor, to: &out)
+        JSONBytes.append(#","at":""#, to: &out)
         RFC3339.write(model.at, into: &out)
-        out += #"","mgCaffeine":"#.utf8
-        out += JSONValue.number(model.mgCaffeine).utf8
-        out += #","level":"#.utf8
+        JSONBytes.append(#"","mgCaffeine":"#, to: &out)
+        JSONBytes.append(model.mgCaffeine, to: &out)
+        JSONBytes.append(#","level":"#, to: &out)
         JSONValue.quote(model.level.rawValue, into: &out)
-        out += #","cupsToday":"#.utf8
-        out += JSONValue.number(model.cupsToday).utf8
-        out += #","cupsLevel":"#.utf8
+        JSONBytes.append(#","cupsToday":"#, to: &out)
+        JSONBytes.append(model.cupsToday, to: &out)
+        JSONBytes.append(#","cupsLevel":"#, to: &out)
         JSONValue.quote(model.cupsLevel.rawValue, into: &out)
-        out += #","drinksToday":"#.utf8
-        out += String(model.drinksToday).utf8
-        out += #","halfLifeHours":"#.utf8
-        out += JSONValue.number(model.halfLifeHours).utf8
-        out += #","timeline":["#.utf8
+        JSONBytes.append(#","drinksToday":"#, to: &out)
+        JSONBytes.append(Int64(model.drinksToday), to: &out)
+        JSONBytes.append(#","halfLifeHours":"#, to: &out)
+        JSONBytes.append(model.halfLifeHours, to: &out)
+        JSONBytes.append(#","timeline":["#, to: &out)
         for (i, point) in model.timeline.enumerated() {
-            out += (i == 0 ? #"{"date":""# : #",{"date":""#).utf8
+            JSONBytes.append(i == 0 ? #"{"date":""# : #",{"date":""#, to: &out)
             RFC3339.write(point.date, into: &out)
-            out += #"","mgCaffeine":"#.utf8
-            out += JSONValue.number(timelineMg(point.mgCaffeine)).utf8
+            JSONBytes.append(#"","mgCaffeine":"#, to: &out)
+            JSONBytes.append(timelineMg(point.mgCaffeine), to: &out)
             out.append(UInt8(ascii: "}"))
         }
-        out += "]}".utf8
+        JSONBytes.append("]}", to: &out)
         return out
     }
 

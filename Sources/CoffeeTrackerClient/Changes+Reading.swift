@@ -100,11 +100,11 @@ private struct WireChange: JSONObjectInput {
             if key == "mgCaffeine" {
                 mgCaffeine = try value.number()
             } else if key == "version" {
-                version = value == .null ? nil : try value.integer()
+                version = value.isNull ? nil : try value.integer()
             } else if key == "anchor" {
                 anchor = try value.integer()
             } else if key == "source" {
-                source = value == .null ? nil : try value.text()
+                source = value.isNull ? nil : try value.text()
             } else if key == "uuid" {
                 let text = try value.text()
                 uuid = UUIDText.parse(text)
@@ -113,7 +113,7 @@ private struct WireChange: JSONObjectInput {
                 let text = try value.text()
                 date = RFC3339.parse(text)
                 if date == nil { problem = "not an RFC 3339 date: \"\(text)\"" }
-            } else if key == "type", value != .null {
+            } else if key == "type", !value.isNull {
                 let text = try value.text()
                 type = DrinkType(rawValue: text)
                 if type == nil { problem = "unknown drink type \"\(text)\"" }

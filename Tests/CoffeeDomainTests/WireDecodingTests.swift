@@ -62,9 +62,45 @@ struct WireDecodingTests {
             let tree = JSONValue.array(zip(drinks, anchors).map { WireFormat.json($0, anchor: $1) })
             let written = WireFormat.drinksArray(drinks, anchors: anchors)
             #expect(written.serialized() == tree.serialized())
-            let reply = JSONValue.object([("ok", true), ("added", written), ("anchor", .int(anchors.last ?? 0))])
-            let back = try JSONReader.parse(reply.data()).member("added").items().map(WireFormat.drink)
-            #expect(back == drinks)
+            let tombstones = (0..<Int(rng.next() % 20)).map { _ in
+                Tombstone(uuid: UUID(), version: Int64(rng.next() % 1_000_000_000_000) + 1)
+            }
+            let tombstoneAnchors = tombstones.indices.map { Int64(round) * 10_000_000_000 + Int64($0) }
+            let deleted = WireFormat.tombstonesArray(tombstones, anchors: tombstoneAnchors)
+            #expect(
+                deleted.serialized()
+                    == JSONValue.array(zip(tombstones, tombstoneAnchors).map { WireFormat.json($0, anchor: $1) }).serialized())
+            let reply = JSONValue.object([
+                ("ok", true), ("added", written), ("deleted", deleted), ("anchor", .int(anchors.last ?? 0)),
+            ])
+            let parsed = try JSONReader.parse(reply.data())
+            #expect(try parsed.member("added").items().map(WireFormat.drink) == drinks)
+            #expect(try parsed.member("deleted").items().map(WireFormat.tombstone) == tombstones)
+        }
+    }
+
+    /// Integers and numbers written straight to bytes read as `String`
+    /// writes them (whole numbers without a fraction, `null` when not
+    /// finite), at the edges and at random.
+    @Test func numbersAreWrittenAsStringWritesThem() {
+        var rng = SplitMix(state: 5)
+        var integers: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, -100, .max, .min, .max - 1, .min + 1]
+        for _ in 0..<2000 { integers.append(Int64(bitPattern: rng.next()) >> (rng.next() % 64)) }
+        for value in integers {
+            var out: [UInt8] = [7]
+            JSONBytes.append(value, to: &out)
+            #expect(out == [7] + Array(String(value).utf8), "\(value)")
+        }
+        var doubles: [Double] = [0, -0.0, 0.5, -2.25, 95, 1e15, 1e15 - 1, -1e15 + 1, 1e-7, 1e300, .infinity, -.infinity, .nan]
+        for _ in 0..<2000 {
+            doubles.append(Double(Int64(bitPattern: rng.next()) >> (rng.next() % 64)) / [1, 4, 1000][Int(rng.next() % 3)])
+        }
+        for value in doubles {
+            var out: [UInt8] = []
+            JSONBytes.append(value, to: &out)
+            let expected =
+                !value.isFinite ? "null" : value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+            #expect(String(decoding: out, as: UTF8.self) == expected, "\(value)")
         }
     }
 

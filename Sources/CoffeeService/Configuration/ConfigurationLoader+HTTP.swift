@@ -6,7 +6,7 @@ extension ConfigurationLoader {
     /// connection limits and the proxies believed.
     static func http(_ s: Object, _ reader: Reader, _ folder: String) throws -> ServiceConfiguration.HTTP {
         var http = ServiceConfiguration.HTTP()
-        if s.contains(where: { $0.0 == "bind" && $0.1 == .null }) {
+        if s.contains(where: { $0.0 == "bind" && $0.1.isNull }) {
             http.bind = nil
         } else if let v = try reader.string(s, "http.bind") {
             guard let colon = v.lastIndex(of: ":"), UInt16(v[v.index(after: colon)...]) != nil, colon != v.startIndex else {

@@ -71,7 +71,7 @@ struct JSONDocumentReader {
         elements = ValidatedElements()
         wrongType = false
         guard c.peek() == UInt8(ascii: "[") else {
-            wrongType = try c.value() != .null
+            wrongType = try !c.value().isNull
             return
         }
         try c.elements { (c: inout JSONReader.Cursor) throws(JSONReader.SyntaxError) in

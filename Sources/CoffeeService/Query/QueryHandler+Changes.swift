@@ -32,7 +32,7 @@ extension QueryHandler {
                 ("anchor", .int(page.anchor)),
                 ("hasMore", .bool(page.hasMore)),
                 ("added", WireFormat.drinksArray(page.added, anchors: page.addedAnchors)),
-                ("deleted", .array(zip(page.deleted, page.deletedAnchors).map { WireFormat.json($0, anchor: $1) })),
+                ("deleted", WireFormat.tombstonesArray(page.deleted, anchors: page.deletedAnchors)),
             ])
     }
 
