@@ -9,7 +9,7 @@
    published an anchor at or past it: the lag the standby adds.
 2. Catch-up: a primary given 1,000,000 changes at full speed (its ingest
    rate is the baseline), then a new standby started from nothing: the
-   time until it holds the primary's anchor, as changes per second. Three
+   time until it holds the primary's anchor, as changes per second. Five
    such runs (--catch-up-trials), each against its own primary's ingest;
    the medians are the row.
 
@@ -134,7 +134,7 @@ def main():
     parser.add_argument("--rate", type=float, default=1000)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--changes", type=int, default=1_000_000)
-    parser.add_argument("--catch-up-trials", type=int, default=3, help="catch-up runs; their medians are the row")
+    parser.add_argument("--catch-up-trials", type=int, default=5, help="catch-up runs; their medians are the row")
     parser.add_argument("--only-catch-up", action="store_true", help="leave the lag run out")
     parser.add_argument("--out", default=str(ROOT / "bench/standby.json"))
     args = parser.parse_args()

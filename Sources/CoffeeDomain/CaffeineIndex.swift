@@ -58,7 +58,7 @@ public struct CaffeineIndex: Sendable {
 
     private var minutes: [Int64: Minute] = [:]
     /// Each held drink's place: one lookup by UUID per insert or remove.
-    private var slots: [UUID: Slot] = [:]
+    private var slots: [UUIDKey: Slot] = [:]
     private var nextSerial = 0
     /// The reference time `T` of the weights.
     private var reference: Date
@@ -88,20 +88,20 @@ public struct CaffeineIndex: Sendable {
         drink.mgCaffeine * pow(2, drink.date.timeIntervalSince(reference) / halfLife)
     }
 
-    private func isHeld(_ entry: Entry) -> Bool { slots[entry.drink.uuid]?.serial == entry.serial }
+    private func isHeld(_ entry: Entry) -> Bool { slots[UUIDKey(entry.drink.uuid)]?.serial == entry.serial }
 
     /// Holds `drink`, replacing whatever its UUID held.
     public mutating func insert(_ drink: Drink) {
         let m = Self.minute(drink.date)
         nextSerial += 1
-        if let old = slots.updateValue(Slot(minute: m, serial: nextSerial), forKey: drink.uuid) { leave(old.minute) }
+        if let old = slots.updateValue(Slot(minute: m, serial: nextSerial), forKey: UUIDKey(drink.uuid)) { leave(old.minute) }
         let weight = weight(drink)
         minutes[m, default: Minute()].add(Entry(drink: drink, serial: nextSerial), weight: weight)
     }
 
     /// Lets go of the drink with `uuid`, if held.
     public mutating func remove(_ uuid: UUID) {
-        guard let slot = slots.removeValue(forKey: uuid) else { return }
+        guard let slot = slots.removeValue(forKey: UUIDKey(uuid)) else { return }
         leave(slot.minute)
     }
 

@@ -201,11 +201,11 @@ public struct CommittedBatch: Sendable, Hashable {
     public func resolved() -> AnchoredChanges {
         let anchored = log.enumerated().lazy.map { (anchor: self.anchor(at: $0.offset), change: $0.element) }
         guard replacesRecords else { return AnchoredChanges(anchored) }  // each UUID is in the log once
-        var last: [UUID: Int64] = [:]
+        var last: [UUIDKey: Int64] = [:]
         last.reserveCapacity(log.count)
-        for (anchor, change) in anchored { last[change.uuid] = anchor }
+        for (anchor, change) in anchored { last[UUIDKey(change.uuid)] = anchor }
         // A later write of the same UUID wins, at its own anchor.
-        return AnchoredChanges(anchored.filter { last[$0.change.uuid] == $0.anchor })
+        return AnchoredChanges(anchored.filter { last[UUIDKey($0.change.uuid)] == $0.anchor })
     }
 
     /// `resolved().added`.
