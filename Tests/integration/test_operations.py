@@ -304,6 +304,9 @@ def test_the_installed_unit_is_sandboxed_and_verifies(folder):
     p = subprocess.run(["systemd-analyze", "verify", str(staged)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "coffee-tracker.service" not in p.stderr, p.stderr
     assert "Type=notify" in unit.read_text() and "WatchdogSec=" in unit.read_text()
+    # Started again until its database answers, however long that takes (docs/postgresql.md).
+    assert unit_setting(unit.read_text(), "Unit", "StartLimitIntervalSec") == "0"
+    assert unit_setting(unit.read_text(), "Service", "Restart") == "on-failure"
     # The nightly backup (docs/operations.md): its service and timer verify too.
     units = dest / "usr/lib/systemd/system"
     for name in ("coffee-tracker-backup.service", "coffee-tracker-backup.timer"):
@@ -313,6 +316,18 @@ def test_the_installed_unit_is_sandboxed_and_verifies(folder):
                         str(Path(folder) / "coffee-tracker-backup.service")], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "coffee-tracker-backup" not in p.stderr, p.stderr
     assert f"{dest}/usr/bin/coffee-tracker backup" in (Path(folder) / "coffee-tracker-backup.service").read_text()
+
+
+def unit_setting(unit_text, section, key):
+    """The last value of `key` in `[section]` of a unit, or None."""
+    value, current = None, None
+    for line in unit_text.splitlines():
+        line = line.strip()
+        if line.startswith("[") and line.endswith("]"):
+            current = line[1:-1]
+        elif current == section and line.startswith(key + "="):
+            value = line[len(key) + 1:]
+    return value
 
 
 def sandbox(unit_text):
@@ -347,6 +362,7 @@ def test_two_people_on_one_host_and_a_relay_as_template_units(folder):
     assert "--config /etc/coffee-tracker/%i.json" in template and "StateDirectory=coffee-tracker/%i" in template
     assert "TemporaryFileSystem=/var/lib/coffee-tracker:ro" in template and "BindPaths=/var/lib/coffee-tracker/%i" in template
     assert sandbox(template) == sandbox(single), "the template's sandbox drifted from the single unit's"
+    assert unit_setting(template, "Unit", "StartLimitIntervalSec") == "0"
     assert sandbox(relay) == sandbox(single), "the relay's sandbox drifted from the service's"
     staged = Path(folder) / "staged"
     staged.mkdir()
