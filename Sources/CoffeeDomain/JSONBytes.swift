@@ -1,8 +1,9 @@
 /// The pieces of compact JSON appended to bytes where they are written, with
 /// no `String` in between: a literal is copied from the binary, an integer's
 /// digits are written in place. A page of 10,000 drinks made two integer
-/// strings and eight literal appends through `String.UTF8View` per drink,
-/// about half of a primary's time answering a standby's read.
+/// strings and eight literal appends through `String.UTF8View` per drink; a
+/// profile of a primary answering a standby's reads put most of the writing
+/// thread's time in those appends and in copying the page as it grew.
 public enum JSONBytes {
     /// Appends `literal` as it is (already JSON: a key, punctuation).
     @inline(__always)

@@ -1,5 +1,6 @@
 import CoffeeDomain
 import Foundation
+import PostgreSQL
 
 /// A store that several services share (PostgreSQL, docs/protocol.md §11):
 /// each announces every change, its own and the others', in anchor order
@@ -92,5 +93,19 @@ extension HealthStore {
 
     func stopListening() {
         listener?.stop()
+    }
+}
+
+extension HealthStore {
+    /// Why the PostgreSQL database at `conninfo` cannot be reached now, or
+    /// nil when it accepts a connection (closed again at once): what a
+    /// service started before its database waits out.
+    public static func unreachableReason(_ conninfo: String) -> String? {
+        do {
+            _ = try Connection(conninfo: conninfo)
+            return nil
+        } catch {
+            return error.message
+        }
     }
 }

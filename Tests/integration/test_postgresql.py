@@ -6,12 +6,13 @@ servers of the tests' own (postgres.py)."""
 import json
 import os
 import signal
+import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import Service, drink
+from conftest import BINARY, Service, drink
 from postgres import PostgresServer, server_bin
 from test_bus import publisher, subscriber
 from test_inbox import drop, processed, wait_until
@@ -185,6 +186,51 @@ def test_the_database_stopped_and_started_again_is_survived(server, folder):
         log = s.log_path.read_text()
         assert "the store writes again" in log
         s.stop()
+    finally:
+        db.cleanup()
+
+
+def test_a_service_started_before_its_database_waits_for_it(folder):
+    db = PostgresServer(name="late").start()
+    try:
+        _, conninfo = db.new_database()
+        db.stop()
+        s = shared(folder, "s", conninfo)
+        started = {}
+        starting = threading.Thread(target=lambda: started.update(s=s.start(timeout=60)))
+        starting.start()
+        wait_until(lambda: s.log_path.exists() and "waiting for it before starting" in s.log_path.read_text(),
+                   timeout=20, what="the wait logged")
+        time.sleep(1.5)
+        assert s.process.poll() is None, s.log_path.read_text()  # waiting, not exited
+        db.start()
+        starting.join(timeout=70)
+        assert "s" in started, s.log_path.read_text()
+        log = s.log_path.read_text()
+        assert "Connection refused" in log or "No such file" in log, log  # the reason, named
+        assert "the database answers; starting" in log
+        d = drink()
+        assert s.request({"op": "add", "drinks": [d]})["ok"]
+        assert d["uuid"] in {x["uuid"] for x in s.all_changes(0)[0]}
+        assert http(s, "/readyz")[0] == 200
+        assert s.stop() == 0
+
+        # Stopped while it waits: at once, status 0, nothing started.
+        db.stop()
+        w = shared(folder, "w", conninfo)
+        with open(w.log_path, "ab") as log_file:
+            process = subprocess.Popen([BINARY, "serve", "--config", str(w.config_path)], stdout=log_file,
+                                       stderr=log_file, stdin=subprocess.DEVNULL)
+            try:
+                wait_until(lambda: "waiting for it before starting" in w.log_path.read_text(), timeout=20,
+                           what="the wait logged")
+                process.send_signal(signal.SIGTERM)
+                assert process.wait(timeout=5) == 0
+            finally:
+                if process.poll() is None:
+                    process.kill()
+        assert "stopped while waiting for the database" in w.log_path.read_text()
+        assert not (w.data / "endpoints.json").exists()
     finally:
         db.cleanup()
 

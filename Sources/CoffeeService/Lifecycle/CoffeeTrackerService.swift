@@ -87,6 +87,10 @@ public final class CoffeeTrackerService: Sendable {
             throw StartupError(description: "\(error)")
         }
         for warning in security.warnings { logger.warning("\(warning)") }
+        if let conninfo = c.store.postgresql, !(await waitForTheDatabase(conninfo)) {
+            logger.notice("stopped while waiting for the database")
+            return
+        }
         let parts = try makeParts(security)
         // Under the unit's TimeoutStopSec (60 s): a drain that hangs is
         // cancelled, and the service exits saying so, before systemd kills it.
