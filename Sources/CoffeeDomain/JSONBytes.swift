@@ -27,14 +27,15 @@ public enum JSONBytes {
         }
     }
 
-    /// Appends `value` as `JSONValue.number` writes it: whole numbers
-    /// without a fraction, the rest in their shortest round-tripping form,
-    /// `null` when not finite.
+    /// Appends `value` in its shortest round-tripping form, a whole number
+    /// without a fraction, or `null` when it is not finite (JSON has no NaN).
     public static func append(_ value: Double, to out: inout [UInt8]) {
-        if value.isFinite, value == value.rounded(), abs(value) < 1e15 {
+        if !value.isFinite {
+            append("null", to: &out)
+        } else if value == value.rounded(), abs(value) < 1e15 {
             append(Int64(value), to: &out)
         } else {
-            out += JSONValue.number(value).utf8
+            out += String(value).utf8
         }
     }
 }

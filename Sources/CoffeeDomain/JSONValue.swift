@@ -75,13 +75,6 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, Expressib
         }
     }
 
-    /// Shortest round-tripping form; whole numbers without a fraction.
-    static func number(_ d: Double) -> String {
-        guard d.isFinite else { return "null" }
-        if d == d.rounded(), abs(d) < 1e15 { return String(Int64(d)) }
-        return String(d)
-    }
-
     /// A JSON string: UTF-8 passes through; quote, backslash and control
     /// characters are escaped.
     static func quote(_ s: String, into out: inout [UInt8]) {
