@@ -105,6 +105,8 @@ public struct DrinkValidator: Sendable {
             guard s.utf8.count <= Self.maxSourceBytes else {
                 throw ValidationError(field: "source", rule: "must be at most \(Self.maxSourceBytes) bytes, got \(s.utf8.count)")
             }
+            // PostgreSQL's text cannot hold it: one rule for both stores.
+            guard !s.utf8.contains(0) else { throw ValidationError(field: "source", rule: "must not contain U+0000") }
             source = s
         }
 

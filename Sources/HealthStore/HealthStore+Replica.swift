@@ -111,10 +111,10 @@ extension HealthStore {
         into changes: inout CommitChanges
     ) throws {
         var rest = ordered
-        let longest = statements.dialect.insertRuns.first ?? 1
+        let longest = statements.dialect.longestRun
         while !rest.isEmpty {
             let additions = rest.prefix(longest).prefix { if case .added = $0.change { true } else { false } }
-            let size = statements.dialect.insertRuns.first { $0 <= additions.count } ?? 1
+            let size = statements.dialect.runLength(additions.count)
             if size > 1 {
                 let run = additions.prefix(size)
                 let drinks = run.map { if case .added(let drink) = $0.change { drink } else { preconditionFailure() } }

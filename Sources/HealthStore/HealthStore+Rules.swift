@@ -14,31 +14,25 @@ extension HealthStore {
         var rest = batch.drinks[...]
         while !rest.isEmpty {
             // Runs of new drinks in one statement each; a run that finds a
-            // record (or a UUID twice) is written one by one, below.
-            let run = rest.prefix(statements.dialect.insertRuns.first { $0 <= rest.count } ?? 1)
+            // record (or a UUID twice) is written again below.
+            let run = rest.prefix(statements.dialect.runLength(rest.count))
             rest = rest.dropFirst(run.count)
-            if run.count > 1, try statements.insertNew(run, firstAnchor: next + 1, now: now) {
-                for drink in run {
-                    next += 1
-                    changes.record(.added(drink), anchor: next, replacing: false)
+            if run.count > 1, try insertRun(run, after: &next, now: now, into: &changes, &result) { continue }
+            // A run of PostgreSQL's, any length, is cut around the drinks
+            // that have records or repeat (one lookup), so that an old drink
+            // among thousands does not send them all one by one.
+            let single = try statements.takenOrRepeated(run)
+            var from = run.startIndex
+            while from < run.endIndex {
+                let end = run[from...].firstIndex { single?.contains(UUIDKey($0.uuid)) ?? true } ?? run.endIndex
+                if end - from > 1, try insertRun(run[from..<end], after: &next, now: now, into: &changes, &result) {
+                    from = end
+                    continue
                 }
-                result.added += run.count
-                continue
-            }
-            for drink in run {
-                // Stored when there is no record or the record's version is lower.
-                let upsert = try statements.upsert(drink, anchor: next + 1, now: now)
-                if upsert != .unchanged {
-                    next += 1
-                    result.added += 1
-                    changes.record(.added(drink), anchor: next, replacing: upsert == .replaced)
-                } else {
-                    result.duplicates += 1
-                    // Only for a caller that reports it: was it a deletion that kept it out?
-                    if batch.explainDuplicates, case .some((let version, true)) = try statements.lookup(drink.uuid) {
-                        result.deletedDuplicates.append(Tombstone(uuid: drink.uuid, version: version))
-                    }
+                for drink in run[from..<max(end, from + 1)] {
+                    try upsert(drink, after: &next, now: now, batch: batch, into: &changes, &result)
                 }
+                from = max(end, from + 1)
             }
         }
         for deletion in batch.deletions {
@@ -60,6 +54,40 @@ extension HealthStore {
             changes.record(.deleted(Tombstone(uuid: deletion.uuid, version: version)), anchor: next, replacing: existing != nil)
         }
         return result
+    }
+
+    /// Stores `run` as new records at the anchors after `next`; false, with
+    /// nothing written, when one of them has a record or repeats.
+    private func insertRun(
+        _ run: ArraySlice<Drink>, after next: inout Int64, now: Int64, into changes: inout CommitChanges,
+        _ result: inout WriteResult
+    ) throws -> Bool {
+        guard try statements.insertNew(run, firstAnchor: next + 1, now: now) else { return false }
+        for drink in run {
+            next += 1
+            changes.record(.added(drink), anchor: next, replacing: false)
+        }
+        result.added += run.count
+        return true
+    }
+
+    /// Stores `drink` when there is no record or the record's version is lower.
+    private func upsert(
+        _ drink: Drink, after next: inout Int64, now: Int64, batch: WriteBatch, into changes: inout CommitChanges,
+        _ result: inout WriteResult
+    ) throws {
+        let upsert = try statements.upsert(drink, anchor: next + 1, now: now)
+        if upsert != .unchanged {
+            next += 1
+            result.added += 1
+            changes.record(.added(drink), anchor: next, replacing: upsert == .replaced)
+        } else {
+            result.duplicates += 1
+            // Only for a caller that reports it: was it a deletion that kept it out?
+            if batch.explainDuplicates, case .some((let version, true)) = try statements.lookup(drink.uuid) {
+                result.deletedDuplicates.append(Tombstone(uuid: drink.uuid, version: version))
+            }
+        }
     }
 }
 

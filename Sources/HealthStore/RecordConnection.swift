@@ -59,15 +59,6 @@ enum SQLDialect: Sendable {
     /// The `n`th parameter.
     func p(_ n: Int) -> String { self == .sqlite ? "?\(n)" : "$\(n)" }
 
-    /// An INSERT that skips a row whose UUID is taken. SQLite's `OR IGNORE`
-    /// keeps no statement journal (`Statements.insertNew`); PostgreSQL's
-    /// form is `ON CONFLICT DO NOTHING`.
-    func insertSkipping(_ columnsAndValues: String) -> String {
-        self == .sqlite
-            ? "INSERT OR IGNORE INTO records\(columnsAndValues)"
-            : "INSERT INTO records\(columnsAndValues) ON CONFLICT DO NOTHING"
-    }
-
     /// SQLite's planner needs to be told the tombstones' index (see
     /// `Statements.highestExpiredTombstone`); PostgreSQL's finds it.
     var tombstoneIndex: String { self == .sqlite ? "INDEXED BY tombstones_by_time" : "" }
@@ -83,16 +74,45 @@ enum SQLDialect: Sendable {
     /// counter row, under its lock (`Statements.lockAnchor`).
     var isShared: Bool { self == .postgresql }
 
-    /// How many rows `insertNew` takes at once, largest first. One
-    /// statement of many rows keeps SQLite's cursors open from row to row
-    /// instead of seeking each B-tree from its root for every row. In a C
-    /// loop over this schema (200k rows) a row cost 43% less in runs of 16
-    /// with UUIDs and dates in order, and 13% less with random ones.
-    ///
-    /// PostgreSQL takes longer runs: each statement is a round trip to the
-    /// server, inside the counter row's lock, so a commit of a thousand new
-    /// drinks is four statements there, not sixty-odd.
-    var insertRuns: [Int] { self == .sqlite ? [16, 4] : [256, 64, 16, 4] }
+    /// The `VALUES` lists `insertNew` takes at once, largest first (none:
+    /// `arrayInsert` takes any number). One statement of many rows keeps
+    /// SQLite's cursors open from row to row instead of seeking each B-tree
+    /// from its root for every row. In a C loop over this schema (200k rows)
+    /// a row cost 43% less in runs of 16 with UUIDs and dates in order, and
+    /// 13% less with random ones.
+    var insertRuns: [Int] { self == .sqlite ? [16, 4] : [] }
+
+    /// PostgreSQL's insert of a run of any length: each column's values as
+    /// one array parameter (`RecordArrays`), in one statement. Every
+    /// statement of a commit is a round trip inside the counter row's lock;
+    /// runs of 256 and 64 in `VALUES` lists made a commit of 5,000 drinks
+    /// some twenty of them, with the service binding 2,048 parameters
+    /// between each while the other services waited.
+    var arrayInsert: String? {
+        guard self == .postgresql else { return nil }
+        return """
+            INSERT INTO records(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms)
+            SELECT u, v, 0, a, d, m, t, s, $8
+            FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::float8[], $6::text[], $7::text[])
+                AS run(u, v, a, d, m, t, s)
+            ON CONFLICT DO NOTHING
+            """
+    }
+
+    /// Which of an array of UUIDs have records (PostgreSQL's, for a run
+    /// `arrayInsert` could not store whole).
+    var arrayLookup: String? {
+        self == .postgresql ? "SELECT uuid FROM records WHERE uuid = ANY($1::uuid[])" : nil
+    }
+
+    /// The most drinks one run takes.
+    var longestRun: Int { insertRuns.first ?? Self.longestArrayRun }
+    static let longestArrayRun = 5000
+
+    /// The length of the run `insertNew` takes from `available` new drinks (1: none, one by one).
+    func runLength(_ available: Int) -> Int {
+        insertRuns.isEmpty ? max(1, min(available, longestRun)) : insertRuns.first { $0 <= available } ?? 1
+    }
 }
 
 // MARK: - SQLite

@@ -29,6 +29,7 @@ protocol RecordStatements: AnyObject, Sendable {
     func insertNew(_ drinks: ArraySlice<Drink>, firstAnchor: Int64, now: Int64) throws -> Bool
     func insertRun(_ drinks: ArraySlice<Drink>, anchors: ArraySlice<Int64>, now: Int64) throws -> Bool
     func lookup(_ uuid: UUID) throws -> (Int64, Bool)?
+    func takenOrRepeated(_ drinks: ArraySlice<Drink>) throws -> Set<UUIDKey>?
     func tombstone(_ uuid: UUID, version: Int64, anchor: Int64, now: Int64) throws
     func setMeta(_ key: String, _ value: Int64) throws
     func meta(_ key: String) throws -> Int64?

@@ -13,14 +13,17 @@ import SQLite
 final class Statements<Connection: RecordConnection>: RecordStatements, @unchecked Sendable {
     typealias Statement = Connection.Prepared
     private var upsertStatement: Statement?
-    /// An insert that skips taken UUIDs (`SQLDialect.insertSkipping`) of `rows` new records in one statement, by `rows`.
-    private var insertStatements: [Int: Statement] = [:]
+    /// SQLite's inserts of `rows` new records, by `rows` (`SQLDialect.insertRuns`):
+    /// `OR IGNORE` skips a taken UUID and keeps no statement journal (`insertNew`).
+    var insertStatements: [Int: Statement] = [:]
+    /// PostgreSQL's insert of any number of rows (`SQLDialect.arrayInsert`).
+    var arrayInsertStatement: Statement?
     /// Takes back what such a statement stored when it skipped a row.
-    private var undoRunStatement: Statement?
+    var undoRunStatement: Statement?
     /// Records stored by `insertNew`, and runs it took back, for tests of
     /// the path taken.
-    private(set) var insertedInRuns = 0
-    private(set) var runsUndone = 0
+    var insertedInRuns = 0
+    var runsUndone = 0
     private var lookupStatement: Statement?
     private var tombstoneStatement: Statement?
     private var metaStatement: Statement?
@@ -58,10 +61,10 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
                     "(\(p(n + 1)), \(p(n + 2)), 0, \(p(n + 3)), \(p(n + 4)), \(p(n + 5)), \(p(n + 6)), \(p(n + 7)), \(p(n + 8)))"
             }
             insertStatements[rows] = try db.statement(
-                db.dialect.insertSkipping(
-                    "(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms) VALUES "
-                        + values.joined(separator: ", ")))
+                "INSERT OR IGNORE INTO records(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms) VALUES "
+                    + values.joined(separator: ", "))
         }
+        arrayInsertStatement = try db.dialect.arrayInsert.map { try db.statement($0) }
         undoRunStatement = try db.statement("DELETE FROM records WHERE anchor >= \(p(1)) AND anchor < \(p(2))")
         lookupStatement = try db.statement("SELECT version, deleted FROM records WHERE uuid = \(p(1))")
         tombstoneStatement = try db.statement(
@@ -82,6 +85,7 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
     func finalize() {
         upsertStatement = nil
         insertStatements = [:]
+        arrayInsertStatement = nil
         undoRunStatement = nil
         lookupStatement = nil
         tombstoneStatement = nil
@@ -147,57 +151,6 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
         try s.run()
         guard db.changes > 0 else { return .unchanged }
         return db.insertedRow(at: anchor) ? .inserted : .replaced
-    }
-
-    /// Stores `drinks` (as many as one of `insertRuns`) as new records, at
-    /// consecutive anchors from `firstAnchor`, in one statement; false, with
-    /// nothing written, when a UUID among them has a record already or is
-    /// among them twice (the caller then upserts them one by one).
-    ///
-    /// `OR IGNORE`, not a plain `INSERT` that aborts: a statement that may abort
-    /// keeps a journal of every page it touches so that it can be undone, which
-    /// doubled the cost of a row with random UUIDs. A skipped row shows in the count
-    /// of changes; the rows stored with it are deleted again (their anchors are new).
-    @_specialize(where Connection == Database)
-    func insertNew(_ drinks: ArraySlice<Drink>, firstAnchor: Int64, now: Int64) throws -> Bool {
-        try insertRun(drinks, anchors: firstAnchor..<firstAnchor + Int64(drinks.count), now: now)
-    }
-    /// `insertNew` at `anchors`, ascending, after every record's (a standby's: its primary's).
-    @_specialize(where Connection == Database, Anchors == Range<Int64>)
-    @_specialize(where Connection == Database, Anchors == ArraySlice<Int64>)
-    func insertRun<Anchors: BidirectionalCollection<Int64>>(_ drinks: ArraySlice<Drink>, anchors: Anchors, now: Int64) throws
-        -> Bool
-    {
-        let s = insertStatements[drinks.count]!
-        for (k, (drink, anchor)) in zip(drinks, anchors).enumerated() {
-            try bindRecord(drink, anchor: anchor, now: now, to: s, from: Int32(8 * k + 1))
-        }
-        try s.run()
-        guard db.changes == drinks.count else {
-            let undo = undoRunStatement!
-            try undo.bind(1, anchors.first!)
-            try undo.bind(2, anchors.last! + 1)
-            try undo.run()
-            db.forgetLastInsert()  // not a row of the undone run's, for `upsert`'s test
-            runsUndone += 1
-            return false
-        }
-        insertedInRuns += drinks.count
-        return true
-    }
-
-    /// Binds a drink's record to the eight parameters from `first`: uuid,
-    /// version, anchor, date, mg, type, source, and the time of the change.
-    @_specialize(where Connection == Database)
-    func bindRecord(_ drink: Drink, anchor: Int64, now: Int64, to s: Statement, from first: Int32) throws {
-        try s.bind(first, uuid: drink.uuid)
-        try s.bind(first + 1, drink.version)
-        try s.bind(first + 2, anchor)
-        try s.bind(first + 3, drink.epochMilliseconds)
-        try s.bind(first + 4, drink.mgCaffeine)
-        try s.bind(first + 5, drink.type?.rawValue)
-        try s.bind(first + 6, drink.source)
-        try s.bind(first + 7, now)
     }
 
     /// The record's version and whether it is a tombstone, if there is one.

@@ -56,6 +56,7 @@ struct ValidationTests {
             #"{"uuid":"ID","mgCaffeine":5,"date":"2026-11-29T08:00:00Z","source":"\#(String(repeating: "x", count: 129))"}"#,
             "source", "at most 128 bytes"
         ),
+        (#"{"uuid":"ID","mgCaffeine":5,"date":"2026-11-29T08:00:00Z","source":"a\u0000b"}"#, "source", "U+0000"),
     ])
     func ruleBreakingFieldIsNamed(json: String, field: String, rule: String) {
         let e = error(json.replacingOccurrences(of: "ID", with: id))

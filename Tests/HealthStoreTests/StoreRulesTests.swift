@@ -206,7 +206,7 @@ struct StoreRulesTests {
         var totals = (WriteResult(), WriteResult())
         for round in 0..<40 {
             var drinks: [Drink] = []
-            // Now and then a batch long enough for PostgreSQL's runs of 256 and 64 (`SQLDialect.insertRuns`).
+            // Now and then a long batch: PostgreSQL's one run of it is cut around its old and repeated drinks.
             for _ in 0..<(round % 10 == 9 ? 330 : Int.random(in: 0...45, using: &rng)) {
                 let roll = Int.random(in: 0..<20, using: &rng)
                 if roll == 0, let old = known.randomElement(using: &rng) {
@@ -234,7 +234,7 @@ struct StoreRulesTests {
             for d in deletions { _ = try await alone.delete([d]) }
         }
         #expect(totals.0.added == totals.1.added && totals.0.duplicates == totals.1.duplicates)
-        // Runs went in, and runs were taken back (130-250 rows and dozens of runs here).
+        // Runs went in, and runs were taken back.
         let (inRuns, undone) = await (batched.statements.insertedInRuns, batched.statements.runsUndone)
         #expect(inRuns > 40 && undone > 5, "\(inRuns) rows went in runs, \(undone) runs were taken back")
         // Alone, no drink can go in a run.
@@ -257,23 +257,6 @@ struct StoreRulesTests {
         #expect(zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 && $0.2 == $1.2 })
         await batched.close()
         await alone.close()
-    }
-
-    /// A run that meets a stored drink is written row by row, whole: one
-    /// run taken back per conflict, not one per row up to it.
-    @Test(arguments: StoreBackend.available) func aRunThatMeetsAStoredDrinkIsTakenBackOnce(_ backend: StoreBackend) async throws {
-        let dir = TemporaryDirectory(backend)
-        defer { dir.cleanup() }
-        let store = try openStore(dir)
-        let stored = drink(at: 0)
-        _ = try await store.save([stored])
-        var drinks = (0..<32).map { drink(at: Double($0 + 1)) }
-        drinks[5] = stored
-        let r = try await store.save(drinks)
-        #expect(r.added == 31 && r.duplicates == 1 && r.anchor == 32)
-        #expect(await store.statements.runsUndone == 1)
-        #expect(await store.statements.insertedInRuns == 16)
-        await store.close()
     }
 
     @Test(arguments: StoreBackend.available) func pagingWithNullAnchorReturnsLiveDrinksOnly(_ backend: StoreBackend) async throws
