@@ -13,6 +13,11 @@ With --baseline, an older build of coffee-tracker runs as a fourth worker,
 alternated with the rest, and each scenario's ratios include this build's
 against it: how a change moved the live path, measured in one invocation.
 
+Beside each worker's CPU, the table gives the load generator's (`loadgen`,
+CPU-s per 100k events) and `cores`: what the two kept busy at the measured
+rate, of the machine's two cores. At full speed it says how near the
+machine's ceiling a rate is, whoever's CPU fills it.
+
 A paced scenario (1,000 or 10,000 events/s) takes more trials than a full-speed
 one: its p99 and CPU sit close to the peers', and one stall of the disk moves
 a median of three.
@@ -20,6 +25,7 @@ a median of three.
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -102,9 +108,18 @@ def trial(worker, scenario, loadgen, peer_c, binaries):
             args = [str(loadgen), ingest, updates, str(scenario["n"]), str(scenario["batch"])]
             if scenario["rate"]:
                 args.append(str(scenario["rate"]))
+            children = resource.getrusage(resource.RUSAGE_CHILDREN)
             p = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
             result = json.loads(p.stdout.strip().splitlines()[-1])
-            result["cpu_per_100k"] = (cpu_seconds(process.pid) - before) / scenario["n"] * 100_000
+            cpu = cpu_seconds(process.pid) - before
+            # The load generator is the one child reaped meanwhile (the worker still runs).
+            loadgen_cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
+            result["cpu_per_100k"] = cpu / scenario["n"] * 100_000
+            result["loadgen_cpu_per_100k"] = loadgen_cpu / scenario["n"] * 100_000
+            # Cores the worker and the load generator kept busy at the rate measured:
+            # at full speed, how near the machine's two cores the pair ran.
+            result["cores_busy"] = (cpu + loadgen_cpu) / scenario["n"] * result["events_per_s"]
             return result
         finally:
             stop([process])
@@ -153,14 +168,16 @@ def main():
                 results.setdefault(scenario["name"], {}).setdefault(worker, []).append(
                     trial(worker, scenario, loadgen, peer_c, binaries))
     table = []
-    print(f"{'scenario':44} {'worker':15} {'events/s':>10} {'p99 ms':>8} {'CPU-s/100k':>11} {'lost':>5}")
+    keys = ("events_per_s", "lat_ms_p99", "cpu_per_100k", "loadgen_cpu_per_100k", "cores_busy", "lost")
+    print(f"{'scenario':44} {'worker':15} {'events/s':>10} {'p99 ms':>8} {'CPU-s/100k':>11} {'loadgen':>8} {'cores':>6} "
+          f"{'lost':>5}")
     for scenario in scenarios:
         rows = results[scenario["name"]]
-        medians = {w: {k: statistics.median(r[k] for r in rows[w]) for k in ("events_per_s", "lat_ms_p99", "cpu_per_100k", "lost")}
-                   for w in workers}
+        medians = {w: {k: statistics.median(r[k] for r in rows[w]) for k in keys} for w in workers}
         for w in workers:
             m = medians[w]
-            print(f"{scenario['name']:44} {w:15} {m['events_per_s']:10.0f} {m['lat_ms_p99']:8.2f} {m['cpu_per_100k']:11.2f} {m['lost']:5.0f}")
+            print(f"{scenario['name']:44} {w:15} {m['events_per_s']:10.0f} {m['lat_ms_p99']:8.2f} {m['cpu_per_100k']:11.2f} "
+                  f"{m['loadgen_cpu_per_100k']:8.2f} {m['cores_busy']:6.2f} {m['lost']:5.0f}")
         ct = medians["coffee-tracker"]
         ratios = {}
         if not args.without_peers:

@@ -17,6 +17,13 @@ synchronous_commit on), alternated across workers; medians and ratios go
 to bench/postgresql.json.
 
     python3 bench/postgresql.py [--trials 3] [--paced-trials 5] [--quick] [--on FOLDER] [--only TEXT]
+                                [--events N] [--baseline OLD-BINARY [--without-peers]]
+
+With --baseline, an older build runs on PostgreSQL as the worker
+"baseline, PostgreSQL", alternated with the rest, and each scenario's ratios
+include this build's against it (--without-peers: only the two builds on
+PostgreSQL). --events sets the full-speed size (40,000 by default: a run of
+under a second, where the start weighs; 200,000 shows the steady rate).
 """
 import argparse
 import json
@@ -78,10 +85,12 @@ def launch(argv, folder):
     return process
 
 
-def trial(worker, scenario, loadgen, binary, server):
+def trial(worker, scenario, loadgen, binary, server, baseline=None):
     with tempfile.TemporaryDirectory(prefix="ct-bench-pg-", dir=server.root.parent) as d:
         base = Path(d)
         conninfo = server.database() if worker != "coffee-tracker, SQLite" else None
+        if worker == "baseline, PostgreSQL":
+            binary = baseline
         count = 2 if worker == "two services, one database" else 1
         folders = [base / f"s{k}" for k in range(count)]
         processes = []
@@ -134,16 +143,26 @@ def main():
                         help="the folder of the server's data and the SQLite stores (/dev/shm: without the disk's fsyncs, "
                              "what the code costs)")
     parser.add_argument("--only", help="the scenarios whose name contains this text")
+    parser.add_argument("--events", type=int, default=40_000, help="events of a full-speed trial")
+    parser.add_argument("--baseline", help="an older coffee-tracker binary, run on PostgreSQL alternated with the rest")
+    parser.add_argument("--without-peers", action="store_true",
+                        help="with --baseline: only this build and the baseline, both on PostgreSQL")
     args = parser.parse_args()
+    if args.without_peers and not args.baseline:
+        raise SystemExit("--without-peers needs --baseline: there would be nothing to compare")
     loadgen, _ = build(ROOT / ".build/peers")
     q = 0.25 if args.quick else 1
     scenarios = [
-        {"name": "full speed, single-event messages", "n": int(40_000 * q), "rate": 0},
+        {"name": "full speed, single-event messages", "n": int(args.events * q), "rate": 0},
         {"name": "1,000 events/s", "n": int(10_000 * q), "rate": 1000},
     ]
     if args.only:
         scenarios = [s for s in scenarios if args.only in s["name"]]
     workers = ["coffee-tracker, SQLite", "coffee-tracker, PostgreSQL", "psycopg worker", "two services, one database"]
+    if args.without_peers:
+        workers = ["coffee-tracker, PostgreSQL"]
+    if args.baseline:
+        workers.append("baseline, PostgreSQL")
     server = Server(args.on)
     results = {}
     try:
@@ -156,7 +175,7 @@ def main():
                     print(f"postgresql: {scenario['name']}, {worker}, trial {t + 1} of {trials}", file=sys.stderr,
                           flush=True)
                     results.setdefault(scenario["name"], {}).setdefault(worker, []).append(
-                        trial(worker, scenario, loadgen, args.binary, server))
+                        trial(worker, scenario, loadgen, args.binary, server, args.baseline))
     finally:
         server.stop()
     table = []
@@ -169,12 +188,19 @@ def main():
         for w, m in medians.items():
             print(f"{scenario['name']:36} {w:28} {m['events_per_s']:10.0f} {m['lat_ms_p99']:8.2f} "
                   f"{m['cpu_per_100k']:11.2f} {m['lost']:5.0f}")
-        pg, lite, py = (medians["coffee-tracker, PostgreSQL"], medians["coffee-tracker, SQLite"],
-                        medians["psycopg worker"])
-        ratios = {"PostgreSQL vs psycopg, rate": pg["events_per_s"] / py["events_per_s"],
-                  "PostgreSQL vs psycopg, p99": pg["lat_ms_p99"] / py["lat_ms_p99"],
-                  "PostgreSQL vs SQLite, rate": pg["events_per_s"] / lite["events_per_s"],
-                  "PostgreSQL vs SQLite, p99": pg["lat_ms_p99"] / lite["lat_ms_p99"]}
+        pg = medians["coffee-tracker, PostgreSQL"]
+        ratios = {}
+        if not args.without_peers:
+            lite, py = medians["coffee-tracker, SQLite"], medians["psycopg worker"]
+            ratios = {"PostgreSQL vs psycopg, rate": pg["events_per_s"] / py["events_per_s"],
+                      "PostgreSQL vs psycopg, p99": pg["lat_ms_p99"] / py["lat_ms_p99"],
+                      "PostgreSQL vs SQLite, rate": pg["events_per_s"] / lite["events_per_s"],
+                      "PostgreSQL vs SQLite, p99": pg["lat_ms_p99"] / lite["lat_ms_p99"]}
+        if args.baseline:
+            b = medians["baseline, PostgreSQL"]
+            ratios.update({"vs baseline, rate": pg["events_per_s"] / b["events_per_s"],
+                           "vs baseline, p99": pg["lat_ms_p99"] / b["lat_ms_p99"],
+                           "vs baseline, CPU": pg["cpu_per_100k"] / b["cpu_per_100k"]})
         if "two services, one database" in medians:
             ratios["two services vs one, rate"] = (medians["two services, one database"]["events_per_s"]
                                                    / pg["events_per_s"])
