@@ -16,12 +16,28 @@ public final class Connection {
     public internal(set) var changes = 0
     private var statementNames = 0
 
-    /// Connects with libpq's keyword/value or URI `conninfo`.
+    /// How long, in seconds, an attempt to connect waits for the server when
+    /// `conninfo` names no `connect_timeout`. libpq's own default is to wait
+    /// as long as the kernel does (minutes, for a host that drops packets),
+    /// and the store's thread, or a service waiting for its database at
+    /// start, would wait with it, deaf to a stop.
+    public static let defaultConnectTimeout = 10
+
+    /// Connects with libpq's keyword/value or URI `conninfo`, with
+    /// `connect_timeout` set to `connectTimeout` unless `conninfo` sets it.
     ///
     /// - Throws: `PostgreSQLError` (unavailable) when the server cannot be
-    ///   reached or refuses the connection; libpq's message says why.
-    public init(conninfo: String) throws(PostgreSQLError) {
-        guard let handle = PQconnectdb(conninfo) else {
+    ///   reached, refuses the connection or does not answer in time;
+    ///   libpq's message says why.
+    public init(conninfo: String, connectTimeout: Int = Connection.defaultConnectTimeout) throws(PostgreSQLError) {
+        // Settings before the expanded `dbname` (all of `conninfo`) give way
+        // to what it names itself (libpq reads the arrays in order).
+        let connected = Self.withCStrings(["connect_timeout", "dbname", nil]) { keywords in
+            Self.withCStrings([String(connectTimeout), conninfo, nil]) { values in
+                PQconnectdbParams(keywords, values, 1)
+            }
+        }
+        guard let handle = connected else {
             throw PostgreSQLError(message: "out of memory", context: "connecting")
         }
         self.handle = handle
@@ -52,6 +68,19 @@ public final class Connection {
         PQreset(handle)
         session += 1
         return isConnected
+    }
+
+    /// The value the connection uses for a libpq setting (`connect_timeout`,
+    /// `host`…), nil when it has none.
+    public func setting(_ keyword: String) -> String? {
+        guard let options = PQconninfo(handle) else { return nil }
+        defer { PQconninfoFree(options) }
+        var option = options
+        while let name = option.pointee.keyword {
+            if String(cString: name) == keyword { return option.pointee.val.map { String(cString: $0) } }
+            option += 1
+        }
+        return nil
     }
 
     /// The server's version as an integer (150004 for 15.4).
