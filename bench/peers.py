@@ -95,6 +95,14 @@ def stop(processes, timeout=60):
             p.kill()
 
 
+def against_baseline(medians, baseline):
+    """A build's medians against an older build's, run alternated with it
+    in the same invocation: rate, p99 and CPU (also bench/postgresql.py's)."""
+    return {"throughput vs baseline": medians["events_per_s"] / baseline["events_per_s"],
+            "p99 vs baseline": medians["lat_ms_p99"] / baseline["lat_ms_p99"],
+            "CPU vs baseline": medians["cpu_per_100k"] / baseline["cpu_per_100k"]}
+
+
 def trial(worker, scenario, loadgen, peer_c, binaries):
     with tempfile.TemporaryDirectory(prefix="ct-peers-") as d:
         subprocess.run(["sync"])
@@ -187,10 +195,7 @@ def main():
                       "p99 vs python": ct["lat_ms_p99"] / py["lat_ms_p99"],
                       "CPU vs C": ct["cpu_per_100k"] / c["cpu_per_100k"]}
         if args.baseline:
-            b = medians["baseline"]
-            ratios.update({"throughput vs baseline": ct["events_per_s"] / b["events_per_s"],
-                           "p99 vs baseline": ct["lat_ms_p99"] / b["lat_ms_p99"],
-                           "CPU vs baseline": ct["cpu_per_100k"] / b["cpu_per_100k"]})
+            ratios.update(against_baseline(ct, medians["baseline"]))
         print(f"{'':44} {'ratios':15} " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
         table.append({"scenario": scenario["name"], "trials": len(rows["coffee-tracker"]), "medians": medians, "ratios": ratios,
                       "runs": rows})

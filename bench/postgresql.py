@@ -39,7 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from peers import build, cpu_seconds, stop  # noqa: E402
+from peers import against_baseline, build, cpu_seconds, stop  # noqa: E402
 
 SERVER = ROOT / "Tests" / "postgres" / "server.sh"
 
@@ -197,10 +197,7 @@ def main():
                       "PostgreSQL vs SQLite, rate": pg["events_per_s"] / lite["events_per_s"],
                       "PostgreSQL vs SQLite, p99": pg["lat_ms_p99"] / lite["lat_ms_p99"]}
         if args.baseline:
-            b = medians["baseline, PostgreSQL"]
-            ratios.update({"vs baseline, rate": pg["events_per_s"] / b["events_per_s"],
-                           "vs baseline, p99": pg["lat_ms_p99"] / b["lat_ms_p99"],
-                           "vs baseline, CPU": pg["cpu_per_100k"] / b["cpu_per_100k"]})
+            ratios.update(against_baseline(pg, medians["baseline, PostgreSQL"]))
         if "two services, one database" in medians:
             ratios["two services vs one, rate"] = (medians["two services, one database"]["events_per_s"]
                                                    / pg["events_per_s"])

@@ -18,9 +18,11 @@ extension HealthStore {
             let run = rest.prefix(statements.dialect.runLength(rest.count))
             rest = rest.dropFirst(run.count)
             if run.count > 1, try insertRun(run, after: &next, now: now, into: &changes, &result) { continue }
-            // A run of PostgreSQL's, any length, is cut around the drinks
-            // that have records or repeat (one lookup), so that an old drink
-            // among thousands does not send them all one by one.
+            // What is left goes one by one (SQLite's runs are short); a run
+            // of PostgreSQL's, any length, is cut around the drinks that have
+            // records or repeat (one lookup), the drinks between going in as
+            // runs again, so that an old drink among thousands does not send
+            // them all one by one.
             let single = try statements.takenOrRepeated(run)
             var from = run.startIndex
             while from < run.endIndex {

@@ -13,8 +13,9 @@ extension Statements {
     ///
     /// `OR IGNORE`, not a plain `INSERT` that aborts: a statement that may abort
     /// keeps a journal of every page it touches so that it can be undone, which
-    /// doubled the cost of a row with random UUIDs. A skipped row shows in the count
-    /// of changes; the rows stored with it are deleted again (their anchors are new).
+    /// doubled the cost of a row with random UUIDs (PostgreSQL's `ON CONFLICT DO
+    /// NOTHING` likewise leaves the transaction usable). A skipped row shows in the
+    /// count of changes; the rows stored with it are deleted again (their anchors are new).
     @_specialize(where Connection == Database)
     func insertNew(_ drinks: ArraySlice<Drink>, firstAnchor: Int64, now: Int64) throws -> Bool {
         try insertRun(drinks, anchors: firstAnchor..<firstAnchor + Int64(drinks.count), now: now)
