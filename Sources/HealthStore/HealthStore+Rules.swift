@@ -31,10 +31,11 @@ extension HealthStore {
                     from = end
                     continue
                 }
-                for drink in run[from..<max(end, from + 1)] {
+                let upTo = max(end, from + 1)  // the new drinks that would not go as a run, or one single drink
+                for drink in run[from..<upTo] {
                     try upsert(drink, after: &next, now: now, batch: batch, into: &changes, &result)
                 }
-                from = max(end, from + 1)
+                from = upTo
             }
         }
         for deletion in batch.deletions {

@@ -14,28 +14,32 @@ enum RecordArrays {
     /// The literals of `uuid`, `version`, `anchor`, `date_ms`, `mg`, `type`
     /// and `source`, in that order.
     static func literals(_ drinks: ArraySlice<Drink>, anchors: some Sequence<Int64>) -> [String] {
-        var columns = [[UInt8]](repeating: [UInt8(ascii: "{")], count: 7)
-        for k in columns.indices { columns[k].reserveCapacity(drinks.count * (k == 0 ? 37 : 12) + 2) }
-        for (i, (drink, anchor)) in zip(drinks, anchors).enumerated() {
-            if i > 0 { for k in columns.indices { columns[k].append(UInt8(ascii: ",")) } }
-            UUIDText.write(drink.uuid, into: &columns[0])
-            JSONBytes.append(drink.version, to: &columns[1])
-            JSONBytes.append(anchor, to: &columns[2])
-            JSONBytes.append(drink.epochMilliseconds, to: &columns[3])
-            JSONBytes.append(drink.mgCaffeine, to: &columns[4])
-            quoted(drink.type?.rawValue, into: &columns[5])
-            quoted(drink.source, into: &columns[6])
-        }
-        return columns.map { String(decoding: $0 + [UInt8(ascii: "}")], as: UTF8.self) }
+        let anchors = Array(anchors)
+        return [
+            uuids(drinks),
+            array(drinks) { JSONBytes.append(drinks[$0].version, to: &$1) },
+            array(drinks) { JSONBytes.append(anchors[$0 - drinks.startIndex], to: &$1) },
+            array(drinks) { JSONBytes.append(drinks[$0].epochMilliseconds, to: &$1) },
+            array(drinks) { JSONBytes.append(drinks[$0].mgCaffeine, to: &$1) },
+            array(drinks) { quoted(drinks[$0].type?.rawValue, into: &$1) },
+            array(drinks) { quoted(drinks[$0].source, into: &$1) },
+        ]
     }
 
     /// The literal of the drinks' UUIDs alone.
     static func uuids(_ drinks: ArraySlice<Drink>) -> String {
+        array(drinks, bytesEach: 37) { UUIDText.write(drinks[$0].uuid, into: &$1) }
+    }
+
+    /// `{e1,e2,…}`, each element written by `element` for a drink's index.
+    private static func array(
+        _ drinks: ArraySlice<Drink>, bytesEach: Int = 12, _ element: (Int, inout [UInt8]) -> Void
+    ) -> String {
         var out: [UInt8] = [UInt8(ascii: "{")]
-        out.reserveCapacity(drinks.count * 37 + 2)
-        for (i, drink) in drinks.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            UUIDText.write(drink.uuid, into: &out)
+        out.reserveCapacity(drinks.count * bytesEach + 2)
+        for i in drinks.indices {
+            if i > drinks.startIndex { out.append(UInt8(ascii: ",")) }
+            element(i, &out)
         }
         out.append(UInt8(ascii: "}"))
         return String(decoding: out, as: UTF8.self)
