@@ -91,12 +91,11 @@ extension HealthStore {
     /// decides; after any other failure each batch retried alone, so that
     /// one bad batch cannot fail the others.
     func commitEntries(_ entries: [Entry]) {
-        let work = entries.map(\.waiter)
-        let outcome = commit(arrived: work.map(\.arrived).min()) { changes in
+        let outcome = commit(arrived: entries.lazy.map(\.waiter.arrived).min()) { changes in
             changes.reserve(entries.reduce(0) { $0 + $1.changes })
-            return try work.map { try write($0.batch, into: &changes) }
+            return try entries.map { try write($0.waiter.batch, into: &changes) }
         } delivered: { results in
-            for (item, result) in zip(work, results) { reply(item, result) }
+            for (entry, result) in zip(entries, results) { reply(entry.waiter, result) }
         }
         switch outcome {
         case .committed: break

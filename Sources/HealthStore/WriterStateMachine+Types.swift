@@ -144,6 +144,12 @@ extension WriterStateMachine {
             changes += pending[count].changes
             count += 1
         }
+        if count == pending.count {
+            // All of it (at a low rate, the one batch): the array itself, where
+            // a copy of its prefix and a shift of the rest were two allocations.
+            defer { pending = [] }
+            return pending
+        }
         let entries = Array(pending.prefix(count))
         pending.removeFirst(count)
         return entries

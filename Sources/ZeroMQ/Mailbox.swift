@@ -18,6 +18,9 @@ public final class Mailbox<Message: Sendable>: Sendable {
     private let queue = Mutex<[Message]>([])
     private let capacity: Int
     private let droppedCount = Atomic<Int>(0)
+    /// `queue`'s length, kept beside it: a loop asks on every turn, and a
+    /// look under the generic lock looked up the queue's type metadata each time.
+    private let queued = Atomic<Int>(0)
 
     /// - Throws: `SystemCallError` when no pipe can be made (out of descriptors).
     public init(capacity: Int = .max) throws(SystemCallError) {
@@ -53,6 +56,7 @@ public final class Mailbox<Message: Sendable>: Sendable {
         let (accepted, wasEmpty) = queue.withLock { q -> (Bool, Bool) in
             guard evenIfFull || q.count < capacity else { return (false, false) }
             q.append(message)
+            queued.store(q.count, ordering: .releasing)
             return (true, q.count == 1)
         }
         guard accepted else {
@@ -86,10 +90,11 @@ public final class Mailbox<Message: Sendable>: Sendable {
         return queue.withLock { q in
             let all = q
             q.removeAll(keepingCapacity: true)
+            queued.store(0, ordering: .releasing)
             return all
         }
     }
 
-    public var count: Int { queue.withLock { $0.count } }
+    public var count: Int { queued.load(ordering: .acquiring) }
     public var dropped: Int { droppedCount.load(ordering: .relaxed) }
 }

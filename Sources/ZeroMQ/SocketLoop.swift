@@ -160,21 +160,21 @@ public final class SocketLoop<Message: Sendable>: Sendable {
         let sockets = handler.sockets
         let lendable = lending != nil
         let items = sockets.map { lendable ? ZMQSocket.PollItem.fd($0.fileDescriptor) : .socket($0) } + [.fd(mailbox.fd)]
+        var polled = ZMQSocket.PollSet(items)
         lending?.lock.lock()
         lending?.handler = handler
         var timeout = handler.tick()
         lending?.lock.unlock()
         while !stopping.load(ordering: .sequentiallyConsistent) {
-            let ready: [Bool]
             do {
-                ready = try ZMQSocket.poll(items, timeoutMs: timeout)
+                try polled.wait(timeoutMs: timeout)
             } catch {
                 break  // context terminated
             }
             lending?.lock.lock()
             // A lendable loop asks each socket (its descriptor only says "look").
-            for i in sockets.indices where lendable ? sockets[i].isReadable : ready[i] { handler.readable(i) }
-            if ready.last == true || mailbox.count > 0 {
+            for i in sockets.indices where lendable ? sockets[i].isReadable : polled.isReadable(i) { handler.readable(i) }
+            if polled.isReadable(sockets.count) || mailbox.count > 0 {
                 let messages = mailbox.drain()
                 if !messages.isEmpty { handler.received(messages) }
             }

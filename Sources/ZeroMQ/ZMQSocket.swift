@@ -171,18 +171,34 @@ public final class ZMQSocket {
     @discardableResult
     public func send(_ frames: [Data], dontWait: Bool = false) throws(ZMQError) -> Bool {
         for (i, frame) in frames.enumerated() {
-            var flags: Int32 = dontWait ? ZMQ_DONTWAIT : 0
-            if i < frames.count - 1 { flags |= ZMQ_SNDMORE }
-            while true {
-                let rc = frame.withUnsafeBytes { zmq_send(handle, $0.baseAddress, $0.count, flags) }
-                if rc >= 0 { break }
-                let error = ZMQError.last("sending")
-                if error.isInterrupted { continue }
-                if error.isAgain && i == 0 { return false }
-                throw error
-            }
+            let sent = frame.withUnsafeBytes { send(frame: $0, first: i == 0, more: i < frames.count - 1, dontWait: dontWait) }
+            guard try sent.get() else { return false }
         }
         return true
+    }
+
+    /// `send([Data(first), Data(second)])` without making either `Data` (or
+    /// the array): the publisher's `changes` message, sent for every commit,
+    /// cost three allocations and a copy of its body that way.
+    @discardableResult
+    public func send(_ first: [UInt8], _ second: [UInt8], dontWait: Bool = false) throws(ZMQError) -> Bool {
+        guard try first.withUnsafeBytes({ send(frame: $0, first: true, more: true, dontWait: dontWait) }).get() else {
+            return false
+        }
+        return try second.withUnsafeBytes { send(frame: $0, first: false, more: false, dontWait: dontWait) }.get()
+    }
+
+    /// One frame; false when it is the message's first, `dontWait` is set
+    /// and it would block (a later frame never does once the first went).
+    private func send(frame: UnsafeRawBufferPointer, first: Bool, more: Bool, dontWait: Bool) -> Result<Bool, ZMQError> {
+        let flags: Int32 = (dontWait ? ZMQ_DONTWAIT : 0) | (more ? ZMQ_SNDMORE : 0)
+        while zmq_send(handle, frame.baseAddress, frame.count, flags) < 0 {
+            let error = ZMQError.last("sending")
+            if error.isInterrupted { continue }
+            if error.isAgain && first { return .success(false) }
+            return .failure(error)
+        }
+        return .success(true)
     }
 
     public func send(_ strings: [String], dontWait: Bool = false) throws(ZMQError) -> Bool {
@@ -253,24 +269,6 @@ public final class ZMQSocket {
 
     // MARK: Polling
 
-    /// Waits until one of `items` is ready or `timeoutMs` passes (-1: forever).
-    /// Returns which items are readable.
-    public static func poll(_ items: [PollItem], timeoutMs: Int) throws(ZMQError) -> [Bool] {
-        var raw = items.map { item -> zmq_pollitem_t in
-            switch item {
-            case .socket(let s): zmq_pollitem_t(socket: s.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0)
-            case .fd(let fd): zmq_pollitem_t(socket: nil, fd: fd, events: Int16(ZMQ_POLLIN), revents: 0)
-            }
-        }
-        let rc = zmq_poll(&raw, Int32(raw.count), timeoutMs)
-        if rc < 0 {
-            let error = ZMQError.last("polling")
-            if error.isInterrupted { return items.map { _ in false } }
-            throw error
-        }
-        return raw.map { $0.revents & Int16(ZMQ_POLLIN) != 0 }
-    }
-
     /// The descriptor that becomes readable when `isReadable` (or whether
     /// the socket can send) may have changed (`ZMQ_FD`). Edge-triggered:
     /// any operation on the socket may consume its signal, so check
@@ -289,10 +287,5 @@ public final class ZMQSocket {
         var size = MemoryLayout<Int32>.size
         guard zmq_getsockopt(handle, ZMQ_EVENTS, &events, &size) == 0 else { return false }
         return events & Int32(ZMQ_POLLIN) != 0
-    }
-
-    public enum PollItem {
-        case socket(ZMQSocket)
-        case fd(Int32)
     }
 }

@@ -72,15 +72,65 @@ struct ZeroMQTests {
         #expect(try b.receive(dontWait: true) { $0.count } == nil)
     }
 
+    /// Two byte arrays go as one message of two frames (the publisher's
+    /// `changes`); with `dontWait`, a message that would block is refused
+    /// whole, its first frame included.
+    @Test func twoFramesFromBytes() throws {
+        let (a, b) = try Self.pair()
+        defer {
+            a.close()
+            b.close()
+        }
+        let body = (0..<300).map { UInt8($0 % 251) }
+        #expect(try a.send(Array("changes".utf8), body, dontWait: true))
+        #expect(try a.send([], [7]))
+        #expect(try ZMQSocket.poll([.socket(b)], timeoutMs: 2000) == [true])
+        #expect(try b.receive(dontWait: true) == [Data("changes".utf8), Data(body)])
+        #expect(try b.receive(dontWait: true) == [Data(), Data([7])])
+        #expect(try b.receive(dontWait: true) == nil)
+
+        let context = ZMQContext()
+        let lonely = try ZMQSocket(context, .push)  // no peer: a send would block
+        defer { lonely.close() }
+        try lonely.bind("inproc://lonely-\(UUID().uuidString)")
+        #expect(try !lonely.send(Array("changes".utf8), body, dontWait: true))
+    }
+
+    /// A poll set kept from wait to wait answers for each wait anew.
+    @Test func aPollSetAnswersEachWaitAnew() throws {
+        let (a, b) = try Self.pair()
+        defer {
+            a.close()
+            b.close()
+        }
+        let mailbox = try Mailbox<Int>()
+        var set = ZMQSocket.PollSet([.socket(b), .fd(mailbox.fd)])
+        try set.wait(timeoutMs: 0)
+        #expect(!set.isReadable(0) && !set.isReadable(1))
+        try a.send([Data("one".utf8)])
+        try set.wait(timeoutMs: 2000)
+        #expect(set.isReadable(0) && !set.isReadable(1))
+        _ = try b.receive(dontWait: true)
+        mailbox.post(1)
+        try set.wait(timeoutMs: 2000)
+        #expect(!set.isReadable(0) && set.isReadable(1))
+        _ = mailbox.drain()
+        try set.wait(timeoutMs: 0)
+        #expect(!set.isReadable(0) && !set.isReadable(1))
+    }
+
     @Test func mailboxWakesAPollAndCountsDrops() throws {
         let mailbox = try Mailbox<Int>(capacity: 2)
         #expect(try ZMQSocket.poll([.fd(mailbox.fd)], timeoutMs: 0) == [false])
+        #expect(mailbox.count == 0)
         #expect(mailbox.post(1))
         #expect(mailbox.post(2))
         #expect(!mailbox.post(3))
+        #expect(mailbox.count == 2)
         #expect(mailbox.dropped == 1)
         #expect(try ZMQSocket.poll([.fd(mailbox.fd)], timeoutMs: 1000) == [true])
         #expect(mailbox.drain() == [1, 2])
+        #expect(mailbox.count == 0)
         #expect(try ZMQSocket.poll([.fd(mailbox.fd)], timeoutMs: 0) == [false])
     }
 

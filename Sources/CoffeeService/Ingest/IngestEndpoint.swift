@@ -212,11 +212,12 @@ public final class IngestEndpoint: Service {
                     stage(batch, store)
                     batch = WriteBatch()
                 }
-                batch.drinks += drinks
+                // The first message's array itself: `+=` onto an empty one was a copy per light wake-up.
+                if batch.drinks.isEmpty { batch.drinks = drinks } else { batch.drinks += drinks }
             case .deletions(let deletions):
                 read += deletions.count
                 counters.received(deletions.count, over: .bus)
-                batch.deletions += deletions
+                if batch.deletions.isEmpty { batch.deletions = deletions } else { batch.deletions += deletions }
             case .rejected(let entry):
                 rejected.append(entry)
             }

@@ -172,11 +172,14 @@ public final class Broadcaster: Service {
     /// `pageSize` changes (docs/protocol.md §3): a larger commit's pages chain.
     private func sendCommit(_ socket: ZMQSocket, _ commit: CommittedBatch) {
         guard subscriptions.wantChanges(socket) else { return passed(commit.anchor) }  // nobody to receive it
-        for batch in commit.pages(of: Self.pageSize) {
-            sendChanges(
-                socket, identity: batch.identity, anchor: batch.anchor, previousAnchor: batch.previousAnchor,
-                batch.resolved(), arrived: batch.arrived)
-        }
+        guard commit.log.count > Self.pageSize else { return sendChanges(socket, commit) }  // no array of one page
+        for batch in commit.pages(of: Self.pageSize) { sendChanges(socket, batch) }
+    }
+
+    private func sendChanges(_ socket: ZMQSocket, _ batch: CommittedBatch) {
+        sendChanges(
+            socket, identity: batch.identity, anchor: batch.anchor, previousAnchor: batch.previousAnchor,
+            batch.resolved(), arrived: batch.arrived)
     }
 
     private func sendChanges(
@@ -190,7 +193,7 @@ public final class Broadcaster: Service {
             identity: identity, anchor: newAnchor, previousAnchor: previousAnchor, added: changes.added,
             addedAnchors: changes.addedAnchors,
             deleted: changes.deleted, deletedAnchors: changes.deletedAnchors)
-        _ = try? socket.send([Data("changes".utf8), Data(body)], dontWait: true)
+        _ = try? socket.send(Subscriptions.topic, body, dontWait: true)
         if let arrived { publishDelay.observe(ContinuousClock.now - arrived) }
     }
 

@@ -12,7 +12,8 @@ final class Subscriptions: Sendable {
     private let counters: ServiceCounters
     /// Those whose prefix matches `changes` (the empty one included).
     private let changes = Atomic<Int>(0)
-    private static let topic = Array("changes".utf8)
+    /// The topic of `changes` messages, as sent.
+    static let topic = Array("changes".utf8)
 
     init(counters: ServiceCounters) { self.counters = counters }
 
