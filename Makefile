@@ -105,6 +105,7 @@ shipped-check: release build
 bench: release bench-deps
 	.build/release/coffee-bench --out bench/results.json
 	python3 bench/peers.py --trials 5 --out bench/peers.json
+	python3 bench/allocations.py --out bench/allocations.json
 	python3 bench/consumers.py --out bench/consumers.json
 	python3 bench/health.py --out bench/health.json
 	python3 bench/relay.py --subscribers 1000 --out bench/relay.json

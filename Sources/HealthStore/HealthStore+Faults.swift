@@ -45,7 +45,7 @@ extension HealthStore {
     /// Carries out what a storage fault did: the refused are told; a fault
     /// that began now is mirrored, logged, and retried.
     func settle(_ action: Writer.FaultAction, _ reason: String) {
-        for entry in action.refused { entry.waiter.completion(.failure(StoreError.unavailable(reason))) }
+        for entry in action.refused { finish(entry.waiter, .failure(StoreError.unavailable(reason))) }
         guard action.began else { return }
         faulted.store(true, ordering: .releasing)
         logger.error(
@@ -116,7 +116,7 @@ extension HealthStore {
                 metadata: ["batches": "\(left.count)", "fault": "\(closing.fault ?? "none")"])
         }
         let error = closing.fault.map { StoreError.unavailable($0) } ?? .closed
-        for entry in left { entry.waiter.completion(.failure(error)) }
+        for entry in left { finish(entry.waiter, .failure(error)) }
         for waiter in closing.waiters { waiter.resume() }
     }
 }

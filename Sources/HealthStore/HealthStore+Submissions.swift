@@ -101,19 +101,21 @@ extension HealthStore {
         _ batch: WriteBatch, holdOnFault: Bool, take: Bool,
         completion: @escaping @Sendable (Result<WriteResult, any Error>) -> Void
     ) -> Bool {
-        let count = batch.count
-        let backlog = self.backlogCount
-        backlog.add(count)
-        let waiter = Waiter(batch: batch, holdOnFault: holdOnFault) { result in
-            backlog.remove(count)
-            completion(result)
-        }
+        backlogCount.add(batch.count)  // and out again in `finish`
+        let waiter = Waiter(batch: batch, holdOnFault: holdOnFault, completion: completion)
         return submitted.withLock { state -> Bool in
             state.items.append(waiter)
             if state.scheduled || !take { return false }
             state.scheduled = true
             return true
         }
+    }
+
+    /// Tells a waiter how its batch ended, its changes out of the backlog
+    /// first. (A closure around the completion did that, an allocation per batch.)
+    nonisolated func finish(_ waiter: Waiter, _ result: Result<WriteResult, any Error>) {
+        backlogCount.remove(waiter.batch.count)
+        waiter.completion(result)
     }
 
     /// Straight onto the store's thread, not through a Task (which would

@@ -52,7 +52,7 @@ extension HealthStore {
         switch writer.submit(entry) {
         case .scheduleCommit: scheduleCommit()
         case .none: break
-        case .refuse(let refusal): waiter.completion(.failure(Self.error(refusal)))
+        case .refuse(let refusal): finish(waiter, .failure(Self.error(refusal)))
         }
     }
 
@@ -105,7 +105,7 @@ extension HealthStore {
             switch writer.failed(entries) {
             case .fail(let entry):
                 logger.error("commit failed", metadata: ["error": "\(error)", "changes": "\(entry.changes)"])
-                entry.waiter.completion(.failure(error))
+                finish(entry.waiter, .failure(error))
             case .retryEachAlone(let entries):
                 for i in entries.indices {
                     switch writer.commitAlone(entries[i...]) {
@@ -123,7 +123,7 @@ extension HealthStore {
     private func reply(_ item: Waiter, _ result: WriteResult) {
         var result = result
         result.anchor = currentAnchor
-        item.completion(.success(result))
+        finish(item, .success(result))
     }
 
     /// How a commit ended.

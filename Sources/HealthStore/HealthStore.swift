@@ -107,6 +107,7 @@ public actor HealthStore {
         var holdOnFault = false
         /// When it reached the store, for the publish-delay histogram.
         var arrived = ContinuousClock.now
+        /// Called through `finish`, which takes the batch out of the backlog.
         var completion: @Sendable (Result<WriteResult, any Error>) -> Void
     }
     /// From taking a commit's batches to its fsync returning (docs/protocol.md §9).
