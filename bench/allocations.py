@@ -103,7 +103,7 @@ def main():
             rows[worker] = count(worker, binaries, peer_c, loadgen, args.events, args.rate)
     finally:
         if added:
-            subprocess.run(["perf", "probe", "-q", "-d", ",".join(added)], capture_output=True)
+            subprocess.run(["perf", "probe", "-q", *(arg for event in added for arg in ("-d", event))], capture_output=True)
     print(f"{'worker':16} {'per event':>10}  by thread")
     for worker, row in rows.items():
         threads = ", ".join(f"{name} {n:.2f}" for name, n in row["threads"].items())
