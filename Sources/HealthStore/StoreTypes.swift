@@ -180,14 +180,17 @@ public struct CommittedBatch: Sendable, Hashable {
     /// The commit as pages of at most `size` changes, in order, each with
     /// the anchors it spans: a page's changes took the anchors after its
     /// `previousAnchor` up to its `anchor`, one each, so the pages chain.
-    public func pages(of size: Int) -> [CommittedBatch] {
-        guard log.count > size else { return [self] }
-        return stride(from: 0, to: log.count, by: size).map { start in
+    /// A commit that fits one page is its own page (no array of one: the
+    /// publisher pages every commit it sends).
+    public func forEachPage(of size: Int, _ body: (CommittedBatch) -> Void) {
+        guard log.count > size else { return body(self) }
+        for start in stride(from: 0, to: log.count, by: size) {
             let end = min(start + size, log.count)
-            return CommittedBatch(
-                anchor: end == log.count ? anchor : anchor(at: end - 1),
-                previousAnchor: start == 0 ? previousAnchor : anchor(at: start - 1), log: Array(log[start..<end]),
-                arrived: arrived, replacesRecords: replacesRecords, anchors: anchors.map { Array($0[start..<end]) })
+            body(
+                CommittedBatch(
+                    anchor: end == log.count ? anchor : anchor(at: end - 1),
+                    previousAnchor: start == 0 ? previousAnchor : anchor(at: start - 1), log: Array(log[start..<end]),
+                    arrived: arrived, replacesRecords: replacesRecords, anchors: anchors.map { Array($0[start..<end]) }))
         }
     }
 

@@ -89,7 +89,8 @@ struct ReplicaTests {
             #expect(mine.map { $0.resolved() } == announced.batches.map { $0.resolved() })
             // Split into pages, a standby's commit chains by its own anchors.
             for batch in mine where batch.log.count > 2 {
-                let pages = batch.pages(of: 2)
+                var pages: [CommittedBatch] = []
+                batch.forEachPage(of: 2) { pages.append($0) }
                 #expect(pages.first?.previousAnchor == batch.previousAnchor && pages.last?.anchor == batch.anchor)
                 for (page, next) in zip(pages, pages.dropFirst()) { #expect(next.previousAnchor == page.anchor) }
                 #expect(

@@ -172,14 +172,11 @@ public final class Broadcaster: Service {
     /// `pageSize` changes (docs/protocol.md §3): a larger commit's pages chain.
     private func sendCommit(_ socket: ZMQSocket, _ commit: CommittedBatch) {
         guard subscriptions.wantChanges(socket) else { return passed(commit.anchor) }  // nobody to receive it
-        guard commit.log.count > Self.pageSize else { return sendChanges(socket, commit) }  // no array of one page
-        for batch in commit.pages(of: Self.pageSize) { sendChanges(socket, batch) }
-    }
-
-    private func sendChanges(_ socket: ZMQSocket, _ batch: CommittedBatch) {
-        sendChanges(
-            socket, identity: batch.identity, anchor: batch.anchor, previousAnchor: batch.previousAnchor,
-            batch.resolved(), arrived: batch.arrived)
+        commit.forEachPage(of: Self.pageSize) { batch in
+            sendChanges(
+                socket, identity: batch.identity, anchor: batch.anchor, previousAnchor: batch.previousAnchor,
+                batch.resolved(), arrived: batch.arrived)
+        }
     }
 
     private func sendChanges(
