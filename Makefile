@@ -4,7 +4,7 @@ CONFIG ?= config/coffee-tracker.json
 APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev libmicrohttpd-dev libgnutls28-dev pkg-config chromium chromium-driver fuse3 openssl caddy nginx-light curl nodejs mmdebstrap lintian postgresql libpq-dev
 PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client selenium mfusepy pyyaml jinja2
 
-.PHONY: all deps build release run test lint format unit integration pyenv bench bench-deps soak powercut tsan fuzz install clean shipped-check failover deb deb-previous version-check
+.PHONY: all deps build release run test test-repeat lint format unit integration pyenv bench bench-deps soak powercut tsan fuzz install clean shipped-check failover deb deb-previous version-check
 
 all: build
 
@@ -85,6 +85,11 @@ pyenv: deps
 
 integration: build pyenv
 	COFFEE_TRACKER=$(CURDIR)/.build/debug/coffee-tracker $(PYENV)/bin/python -m pytest -q -rs --timeout=300 Tests/integration
+
+## The integration suite N times back to back (Tests/repeat.py): every test that failed in any run, named.
+N ?= 5
+test-repeat: build pyenv
+	COFFEE_TRACKER=$(CURDIR)/.build/debug/coffee-tracker $(PYENV)/bin/python Tests/repeat.py --runs $(N) -- Tests/integration
 
 ## Failover, round after round (Tests/failover/failover.py): kill -9 the primary under steady writes,
 ## promote the standby, count what was lost against the standby's lag, rejoin the old primary.

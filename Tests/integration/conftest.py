@@ -32,6 +32,92 @@ def drink(mg=96.0, offset_s=-60.0, **extra):
     return d
 
 
+def wait_until(predicate, timeout=30, what="condition", interval=0.02):
+    """Asks `predicate` until it holds; after `timeout` seconds fails naming `what`.
+
+    The suite's one way to wait for something that is not a message: every
+    wait has a bound and says what it waited for when it runs out."""
+    deadline = time.time() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.time() >= deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def next_message(sub, topics=None, timeout=30, what=None):
+    """The next (topic, decoded body) on `sub` whose topic is in `topics` (any
+    when None), within `timeout` seconds in all; fails naming `what`.
+
+    A socket's own receive timeout bounds one receive, not a loop that skips
+    heartbeats: they arrive every 0.2 s, so such a loop would wait for ever
+    for a message that never comes."""
+    what = what or (f"a message on {b', '.join(topics).decode()}" if topics else "a message")
+    deadline = time.time() + timeout
+    while True:
+        left_ms = int((deadline - time.time()) * 1000)
+        if left_ms <= 0 or not sub.poll(left_ms, zmq.POLLIN):
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        topic, body = sub.recv_multipart()
+        if topics is None or topic in topics:
+            return topic, json.loads(body)
+
+
+def await_subscription(pub, topic=b"drink.", timeout=10.0, what=None):
+    """Returns once a subscription that covers `topic` has reached `pub`, an XPUB.
+
+    A PUB drops whatever it sends before its peer's subscription has arrived
+    (ZeroMQ's slow joiner), silently. An XPUB is a PUB that is told: each
+    subscription comes up as a message, b"\\x01" and the prefix. Once one
+    covering `topic` is in, what is sent on `topic` reaches that peer."""
+    what = what or f"a subscription to {topic!r}"
+    deadline = time.time() + timeout
+    while True:
+        left_ms = int((deadline - time.time()) * 1000)
+        if left_ms <= 0 or not pub.poll(left_ms, zmq.POLLIN):
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        message = pub.recv()
+        if message[:1] == b"\x01" and topic.startswith(message[1:]):
+            return
+
+
+def bus_publisher(context, *, connect=None, bind=None, hwm=0, linger=5000, topic=b"drink.", timeout=10.0,
+                  setup=None):
+    """A publisher: an XPUB, which a PUB's peers cannot tell apart. Every test
+    that publishes makes its socket here, so none sends into the slow joiner.
+    One that connects returns once it has the subscription to `topic` of what
+    it connected to; one that binds is waited on with await_subscription once
+    its peer is started. `setup(sock)` runs before connect or bind (CURVE keys)."""
+    pub = context.socket(zmq.XPUB)
+    pub.setsockopt(zmq.LINGER, linger)
+    pub.setsockopt(zmq.SNDHWM, hwm)
+    if setup:
+        setup(pub)
+    if bind:
+        pub.bind(bind)
+    if connect:
+        pub.connect(connect)
+        await_subscription(pub, topic, timeout, what=f"the subscription to {topic!r} of {connect}")
+    return pub
+
+
+def query(endpoint, obj, timeout_ms=10000, raw=None, secure=None):
+    """One request on the query endpoint (docs/protocol.md §4), its reply decoded."""
+    sock = zmq.Context.instance().socket(zmq.REQ)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.RCVTIMEO, timeout_ms)
+    if secure:
+        secure(sock)
+    sock.connect(endpoint)
+    try:
+        sock.send(raw if raw is not None else json.dumps(obj).encode())
+        return json.loads(sock.recv())
+    finally:
+        sock.close()
+
+
 class Service:
     def __init__(self, folder, extra_config=None):
         self.folder = Path(folder)
@@ -113,16 +199,7 @@ class Service:
         self.log.close()
 
     def request(self, obj, timeout_ms=10000, raw=None):
-        sock = self.context.socket(zmq.REQ)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.setsockopt(zmq.RCVTIMEO, timeout_ms)
-        self.secure(sock)
-        sock.connect(self.query_endpoint)
-        try:
-            sock.send(raw if raw is not None else json.dumps(obj).encode())
-            return json.loads(sock.recv())
-        finally:
-            sock.close()
+        return query(self.query_endpoint, obj, timeout_ms, raw, secure=self.secure)
 
     def secure(self, sock, keys=None):
         """Makes `sock` a CURVE client of the service with `keys` (default:

@@ -8,9 +8,8 @@ import time
 import uuid
 from pathlib import Path
 
-import zmq
 
-from conftest import Service, drink, now_iso
+from conftest import Service, drink, next_message, now_iso
 from test_durability import sync_counter  # noqa: F401 (a fixture)
 from test_bus import publisher, subscriber, wait_for_anchor
 
@@ -93,10 +92,8 @@ def test_a_backup_under_load_restores_to_the_store_at_its_anchor(folder):
 
     final = wait_for_anchor(service, service.request({"op": "ping"})["anchor"])
     messages = []
-    sub.setsockopt(zmq.RCVTIMEO, 10000)
     while not messages or messages[-1]["anchor"] < final:
-        topic, body = sub.recv_multipart()
-        messages.append(json.loads(body))
+        messages.append(next_message(sub, what=f"the feed up to anchor {final}")[1])
     primary, _ = read_all(service)
     assert replay(messages, final) == primary, "the subscriber's replay is not the store"
     assert final > reply["anchor"] > 800, "the backup was not taken under load"

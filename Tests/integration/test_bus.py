@@ -6,30 +6,20 @@ import uuid
 
 import zmq
 
-from conftest import Service, drink
+from conftest import Service, await_subscription, bus_publisher, drink, next_message, wait_until
 
 
 def publisher(service, hwm=0, keys=None):
-    """A pyzmq PUB connected to the ingest endpoint.
+    """A publisher connected to the service's ingest endpoint, past the slow
+    joiner (conftest.bus_publisher); returns it and the store's anchor then.
 
     A PUB drops at its own send high-water mark (pyzmq's default is 1000) when
     the application outruns its I/O thread; a burst publisher raises it, as
     docs/protocol.md §2 advises. hwm=0 is unlimited.
     """
-    pub = service.context.socket(zmq.PUB)
-    pub.setsockopt(zmq.LINGER, 5000)
-    pub.setsockopt(zmq.SNDHWM, hwm)
-    service.secure(pub, keys)
-    pub.connect(service.endpoints["ingest"][0])
-    # Slow joiner: probe until a message comes back stored.
-    probe = drink(mg=1, offset_s=-10 * 86400)
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        pub.send_multipart([b"drink.add", json.dumps(probe).encode()])
-        if service.request({"op": "changes", "anchor": None})["added"]:
-            return pub, service.request({"op": "ping"})["anchor"]
-        time.sleep(0.02)
-    raise AssertionError("publisher never got through")
+    pub = bus_publisher(service.context, connect=service.endpoints["ingest"][0], hwm=hwm,
+                        setup=lambda sock: service.secure(sock, keys))
+    return pub, service.request({"op": "ping"})["anchor"]
 
 
 def subscriber(service, topics=(b"",), hwm=None, keys=None):
@@ -59,12 +49,9 @@ def subscriber(service, topics=(b"",), hwm=None, keys=None):
     raise AssertionError("no update ever arrived")
 
 
-def next_changes(sub):
+def next_changes(sub, timeout=30):
     """The next `changes` message, past any heartbeat still queued from the probe."""
-    while True:
-        topic, body = sub.recv_multipart()
-        if topic == b"changes":
-            return json.loads(body)
+    return next_message(sub, (b"changes",), timeout)[1]
 
 
 def wait_for_anchor(service, anchor, timeout=60):
@@ -239,27 +226,24 @@ def test_100k_single_event_messages_at_full_speed_all_stored(service):
     pub.close()
 
 
-def send_until_stored(service, pub, d, timeout=10):
-    """Sends `d` from a publisher the service connects to, again (the same
-    UUID is stored once) until it is stored; returns what the store holds."""
-    deadline = time.time() + timeout
-    while time.time() < deadline and service.request({"op": "ping"})["anchor"] == 0:
-        pub.send_multipart([b"drink.add", json.dumps(d).encode()])
-        time.sleep(0.02)
+def send_when_subscribed(service, pub, d, timeout=10):
+    """Sends `d` once from a bound publisher (conftest.bus_publisher) as soon as
+    the service, which connects to it, has subscribed; returns what the store
+    holds once it is stored."""
+    await_subscription(pub, timeout=timeout, what="the service's subscription to the bound publisher")
+    pub.send_multipart([b"drink.add", json.dumps(d).encode()])
+    wait_until(lambda: service.request({"op": "ping"})["anchor"] > 0, timeout, what=f"drink {d['uuid']} stored")
     added, _, _, _ = service.all_changes()
     assert [a["uuid"] for a in added] == [d["uuid"]]
     return added
 
 
 def test_service_connects_to_a_bound_publisher(folder):
-    ctx = zmq.Context.instance()
-    pub = ctx.socket(zmq.PUB)
-    pub.setsockopt(zmq.LINGER, 1000)
     endpoint = f"ipc://{folder}/publisher.sock"
-    pub.bind(endpoint)
+    pub = bus_publisher(zmq.Context.instance(), bind=endpoint, linger=1000)
     s = Service(folder, {"ingest": {"bind": [], "connect": [endpoint]}}).start()
     try:
-        added = send_until_stored(s, pub, drink())
+        added = send_when_subscribed(s, pub, drink())
         assert len(added) == 1
     finally:
         s.stop()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import zmq
 
-from conftest import Service, drink
+from conftest import Service, bus_publisher, drink, wait_until
 from test_bus import publisher, subscriber
 
 SHIM_SOURCE = Path(__file__).with_name("sync_counter.c")
@@ -199,14 +199,9 @@ def test_a_new_dead_letter_file_has_its_name_synced_before_the_rejection_counts(
     try:
         time.sleep(1.0)  # the start's own writes (endpoints.json, the model cache) are done
         mark = len(log.read_text().splitlines())
-        pub = s.context.socket(zmq.PUB)
-        pub.setsockopt(zmq.LINGER, 0)
-        pub.connect(s.endpoints["ingest"][0])
-        deadline = time.time() + 10
-        while s.request({"op": "stats"})["rejected"] < 1:  # sent again past the slow joiner
-            assert time.time() < deadline, "the bad message was never rejected"
-            pub.send_multipart([b"drink.add", b'{"uuid": "not a uuid"}'])
-            time.sleep(0.05)
+        pub = bus_publisher(s.context, connect=s.endpoints["ingest"][0], linger=0)
+        pub.send_multipart([b"drink.add", b'{"uuid": "not a uuid"}'])
+        wait_until(lambda: s.request({"op": "stats"})["rejected"] >= 1, 10, what="the bad message rejected")
         lines = [line.split(" ", 1)[1].rsplit(" ", 1) for line in log.read_text().splitlines()[mark:]]
         paths = [path for path, result in lines if result == "0"]
         data = str(s.data.resolve())

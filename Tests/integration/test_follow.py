@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 import zmq
-from conftest import Service, drink
+from conftest import Service, await_subscription, bus_publisher, drink
 from test_bus import publisher
 from test_inbox import drop, processed, wait_until
 
@@ -230,7 +230,7 @@ class ScriptedService:
         context = zmq.Context.instance()
         self.router = context.socket(zmq.ROUTER)
         self.query = f"tcp://127.0.0.1:{self.router.bind_to_random_port('tcp://127.0.0.1')}"
-        self.pub = context.socket(zmq.PUB)
+        self.pub = bus_publisher(context, linger=0)
         self.updates = f"tcp://127.0.0.1:{self.pub.bind_to_random_port('tcp://127.0.0.1')}"
         # As v3 writes them in `changes`: each with the anchor of its own change.
         self.a, self.b, self.c = (dict(drink(mg=mg), anchor=anchor) for anchor, mg in ((1, 10), (2, 20), (3, 30)))
@@ -254,7 +254,7 @@ class ScriptedService:
         self.answer()  # changes from null
         self.answer()  # the model
         wait_until(lambda: anchor_of_follower() == 1, what="the first state")
-        time.sleep(0.3)  # the subscription reaches the PUB
+        await_subscription(self.pub, b"changes", what="the follower's subscription to changes")
         self.pub.send_multipart([b"changes", json.dumps(
             {"anchor": 3, "previousAnchor": 2, "added": [self.c], "deleted": []}).encode()])
         for _ in range(10):  # heartbeats at the anchor the follower will reach: nothing ahead of it

@@ -13,10 +13,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-import zmq
 
 from coffee_tracker import Client
-from conftest import BINARY, Service, drink
+from conftest import BINARY, Service, drink, next_message, wait_until
+from test_bus import subscriber
 from test_standby import everything, in_step, primary_service, standby_service
 
 
@@ -38,13 +38,6 @@ def digest(uuids):
     return format(value, "x")
 
 
-def wait_until(check, timeout, what):
-    deadline = time.time() + timeout
-    while not check():
-        assert time.time() < deadline, what
-        time.sleep(0.05)
-
-
 def restore(service, backup):
     """`coffee-tracker restore` of `backup` into the stopped `service`'s store."""
     done = subprocess.run([BINARY, "restore", str(backup), "--config", str(service.config_path)],
@@ -58,17 +51,12 @@ def test_every_reply_message_and_file_that_carries_an_anchor_names_the_store_and
     ping = s.request({"op": "ping"})
     store, epoch = identity(ping)
     assert str(uuid.UUID(store)).upper() == store.upper() and epoch == 1
-    sub = s.context.socket(zmq.SUB)
-    for topic in (b"changes", b"model", b"heartbeat"):
-        sub.setsockopt(zmq.SUBSCRIBE, topic)
-    sub.setsockopt(zmq.RCVTIMEO, 10_000)
-    sub.connect(s.endpoints["updates"][0])
-    time.sleep(0.3)  # the slow joiner
+    sub = subscriber(s, topics=(b"changes", b"model", b"heartbeat"))
     s.request({"op": "add", "drinks": [drink()]})
     seen = {}
     while len(seen) < 3:
-        topic, body = sub.recv_multipart()
-        seen[topic] = json.loads(body)
+        topic, message = next_message(sub, what=f"changes, model and heartbeat (seen {sorted(seen)})")
+        seen[topic] = message
     sub.close(0)
     for topic, message in seen.items():
         assert identity(message) == (store, epoch), topic

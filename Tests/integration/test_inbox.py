@@ -6,16 +6,7 @@ import datetime
 import time
 import uuid
 
-from conftest import Service, drink
-
-
-def wait_until(predicate, timeout=30, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
+from conftest import Service, drink, wait_until  # noqa: F401  (wait_until: imported from here by others)
 
 
 def inbox(service):

@@ -6,7 +6,7 @@ import time
 
 import zmq
 
-from conftest import drink  # noqa: F401  (the service fixture's module)
+from conftest import bus_publisher, drink  # noqa: F401  (drink: the service fixture's module)
 
 
 def rss_mb(pid):
@@ -20,11 +20,7 @@ def rss_mb(pid):
 def hostile_burst(service):
     """Bus, query, HTTP and inbox input, frames up to 10 MB, all refused."""
     context = zmq.Context.instance()
-    pub = context.socket(zmq.PUB)
-    pub.setsockopt(zmq.SNDHWM, 100_000)
-    pub.setsockopt(zmq.LINGER, 5000)
-    pub.connect(service.endpoints["ingest"][0])
-    time.sleep(0.3)  # the slow joiner: this burst is not confirmed message by message
+    pub = bus_publisher(context, connect=service.endpoints["ingest"][0], hwm=100_000)
     for i in range(2000):
         size = 1_000_000 if i % 100 == 0 else (i % 10) * 100
         pub.send_multipart([b"drink.add", b'{"uuid": "bad"' + b" " * size])

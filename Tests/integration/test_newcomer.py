@@ -39,7 +39,8 @@ def test_2_the_example_subscriber_sees_a_drink_added_by_the_example_and_by_the_c
                             "--timeout", "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = sub.stdout.readline()
     assert "subscribed" in first
-    time.sleep(0.3)  # the subscription travels to the service
+    # Its three subscriptions (changes, model, heartbeat) have reached the service.
+    wait_until(lambda: service.request({"op": "stats"})["subscribers"] >= 3, 10, what="subscribe.py's subscriptions")
     added = example("add_drink.py", service, "--type", "doubleEspresso")
     assert added.returncode == 0 and "stored" in added.stdout, added.stderr
     cli = service.run_cli("add", "--type", "blackTea")

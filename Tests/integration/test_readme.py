@@ -12,12 +12,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import BINARY, run_on_terminal
+from conftest import BINARY, query, run_on_terminal
 from test_inbox import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +75,9 @@ def test_using_it_works_as_written_from_a_fresh_clone(clone):
                                       stderr=subprocess.PIPE, text=True)
         first = subscriber.stdout.readline()
         assert "subscribed" in first, first + subscriber.stderr.read()
-        time.sleep(0.3)
+        # Its subscriptions (changes, model, heartbeat) have reached the service before anything is added.
+        endpoint = json.loads((clone / "data" / "endpoints.json").read_text())["query"][0]
+        wait_until(lambda: query(endpoint, {"op": "stats"})["subscribers"] >= 3, 10, what="subscribe.py's subscriptions")
         outputs = {}
         for command in commands[2:]:
             if command.endswith(" watch"):

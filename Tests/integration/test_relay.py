@@ -10,7 +10,7 @@ import time
 import pytest
 import zmq
 
-from conftest import BINARY, drink
+from conftest import BINARY, await_subscription, bus_publisher, drink, next_message
 from coffee_tracker import Client
 from test_bus import next_changes
 from test_follow import Following, in_step
@@ -182,11 +182,10 @@ def test_a_gap_upstream_is_passed_on_unchanged_and_counted(tmp_path):
     """A relay passes `changes` as they come, gaps too (the followers behind
     it see them by the chain and resync), and counts the gaps it saw."""
     context = zmq.Context.instance()
-    upstream = context.socket(zmq.PUB)
-    upstream.setsockopt(zmq.LINGER, 0)
-    upstream.bind(f"ipc://{tmp_path}/upstream")
+    upstream = bus_publisher(context, bind=f"ipc://{tmp_path}/upstream", linger=0)
     relay = Relay(tmp_path, "relay", f"ipc://{tmp_path}/upstream")
     try:
+        await_subscription(upstream, b"changes", what="the relay's subscription upstream")
         sub = context.socket(zmq.SUB)
         sub.setsockopt(zmq.LINGER, 0)
         sub.setsockopt(zmq.RCVTIMEO, 200)
@@ -198,7 +197,7 @@ def test_a_gap_upstream_is_passed_on_unchanged_and_counted(tmp_path):
             return json.dumps({"anchor": anchor, "previousAnchor": previous, "added": [], "deleted": []},
                               separators=(",", ":")).encode()
 
-        # Heartbeats until the whole path is up (the slow joiner, twice), then the chain once.
+        # Heartbeats until the relay's own feed reaches `sub` (the second slow joiner), then the chain once.
         deadline = time.time() + 10
         while True:
             assert time.time() < deadline, "nothing came through the relay"
@@ -213,9 +212,8 @@ def test_a_gap_upstream_is_passed_on_unchanged_and_counted(tmp_path):
             upstream.send_multipart([b"changes", message(anchor, previous)])
         received = []
         while len(received) < len(chain):
-            topic, body = sub.recv_multipart()
-            if topic == b"changes":
-                received.append((json.loads(body)["anchor"], json.loads(body)["previousAnchor"]))
+            _, m = next_message(sub, (b"changes",), what=f"the chain through the relay ({len(received)} of {len(chain)})")
+            received.append((m["anchor"], m["previousAnchor"]))
         assert received == chain  # unchanged, the gap included
         def counted():  # the counts are the capture's, a moment behind the subscriber: ask again until they show it
             relay.process.send_signal(signal.SIGUSR1)

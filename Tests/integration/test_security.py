@@ -16,8 +16,8 @@ import pytest
 import zmq
 import zmq.auth
 
-from conftest import BINARY, Service, drink
-from test_bus import publisher, send_until_stored, subscriber
+from conftest import BINARY, Service, bus_publisher, drink
+from test_bus import publisher, send_when_subscribed, subscriber
 
 pytestmark = pytest.mark.skipif(not zmq.has("curve"), reason="this pyzmq's libzmq has no CURVE")
 
@@ -294,20 +294,19 @@ def test_the_service_is_the_curve_client_of_a_publisher_that_binds(folder):
     """ingest.connect {"endpoint", "serverKey"}: the publisher is a CURVE
     server with its own key, and the service connects with its own pair."""
     sec = Secured(folder)
-    ctx = zmq.Context.instance()
-    pub = ctx.socket(zmq.PUB)
-    pub.setsockopt(zmq.LINGER, 1000)
     pub_public, pub_secret = zmq.curve_keypair()
-    pub.curve_secretkey = pub_secret
-    pub.curve_server = True
+
+    def curve_server(sock):
+        sock.curve_secretkey = pub_secret
+        sock.curve_server = True
     endpoint = f"ipc://{folder}/publisher.sock"
-    pub.bind(endpoint)
+    pub = bus_publisher(zmq.Context.instance(), bind=endpoint, linger=1000, setup=curve_server)
     config = json.loads(sec.service.config_path.read_text())
     config["ingest"]["connect"] = [{"endpoint": endpoint, "serverKey": pub_public.decode()}]
     sec.service.config_path.write_text(json.dumps(config))
     s = sec.start()
     try:
-        added = send_until_stored(s, pub, drink())
+        added = send_when_subscribed(s, pub, drink())
         assert added[0]["source"] == "bus"
     finally:
         s.stop()

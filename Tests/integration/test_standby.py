@@ -13,9 +13,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-import zmq
-from conftest import Service, drink
-from test_bus import publisher
+from conftest import Service, drink, next_message
+from test_bus import publisher, subscriber
 from test_inbox import drop, processed, wait_until
 
 from coffee_tracker import Client
@@ -88,14 +87,9 @@ def test_a_standby_matches_its_primary_through_restarts_kill_9_and_a_large_file(
     for d in sent:
         pub.send_multipart([b"drink.add", json.dumps(d).encode()])
         time.sleep(0.01)
-    # The slow joiner may have lost the first: send them again until all are stored (a UUID is stored once).
+    # Sent once: publisher() returned past the slow joiner, so none may be missing.
     wanted = {d["uuid"] for d in sent}
-    deadline = time.time() + 20
-    while not wanted <= {d["uuid"] for d in everything(primary)[0]}:
-        assert time.time() < deadline, "the bus events were not stored"
-        for d in sent:
-            pub.send_multipart([b"drink.add", json.dumps(d).encode()])
-        time.sleep(0.2)
+    wait_until(lambda: wanted <= {d["uuid"] for d in everything(primary)[0]}, 20, what="the 20 bus events stored")
     in_step(primary, standby)
 
     primary.stop()  # SIGTERM: the standby waits, then finds it again
@@ -135,15 +129,10 @@ def test_a_standby_refuses_writes_tells_its_lag_and_serves_its_own_feed(pair):
 
     # Its own update feed carries the primary's anchors: a raw SUB sees them,
     # and a follower (the Python client's) ends equal to the primary.
-    sub = standby.context.socket(zmq.SUB)
-    sub.setsockopt(zmq.SUBSCRIBE, b"changes")
-    sub.setsockopt(zmq.RCVTIMEO, 10_000)
-    sub.connect(standby.endpoints["updates"][0])
-    time.sleep(0.3)  # the slow joiner
+    sub = subscriber(standby, topics=(b"changes",))
     reply = primary.request({"op": "add", "drinks": [drink(mg=42)]})
     while True:
-        topic, body = sub.recv_multipart()
-        message = json.loads(body)
+        _, message = next_message(sub, (b"changes",), what=f"the standby's changes at anchor {reply['anchor']}")
         if message["anchor"] == reply["anchor"]:
             break
     assert message["added"][0]["anchor"] == reply["anchor"] and message["added"][0]["mgCaffeine"] == 42
