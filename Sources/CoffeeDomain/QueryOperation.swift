@@ -6,12 +6,14 @@
 /// that an operation is added here.
 public enum QueryOperation: String, CaseIterable, Sendable {
     case ping, changes, model, add, delete, stats, backup
+    /// The live drinks dated in a range (§15): what a person's page lists and edits.
+    case drinks
 
     /// It changes the store (or writes a file): the `write` role.
     public var writes: Bool {
         switch self {
         case .add, .delete, .backup: true
-        case .ping, .changes, .model, .stats: false
+        case .ping, .changes, .model, .stats, .drinks: false
         }
     }
 
@@ -26,12 +28,13 @@ public enum QueryOperation: String, CaseIterable, Sendable {
         case .model: [APIRoute("GET", "model")]
         case .stats: [APIRoute("GET", "stats")]
         case .add: [APIRoute("POST", "drinks")]
+        case .drinks: [APIRoute("GET", "drinks")]
         case .delete: [APIRoute("DELETE", "drinks/{uuid}"), APIRoute("POST", "deletions")]
         case .backup: []
         }
     }
 
-    /// "ping, changes, model, add, delete, stats or backup".
+    /// "ping, changes, model, add, delete, stats, backup or drinks".
     public static var names: String {
         let all = allCases.map(\.rawValue)
         return all.dropLast().joined(separator: ", ") + " or " + all.last!

@@ -18,6 +18,7 @@ struct CoffeeTrackerCLI {
         ("add", "add a drink through the query endpoint"),
         ("delete", "delete a drink by UUID"),
         ("changes", "list what changed since an anchor"),
+        ("drinks", "list the live drinks of the last 24 hours (or --from, --to)"),
         ("model", "show caffeine now, levels, cups today"),
         ("watch", "print live updates from the update endpoint"),
         ("import", "import exported files (.json, .jsonl, .plist, Health .xml/.zip) through the service"),

@@ -38,9 +38,36 @@ struct HTTPGateTests {
         #expect(role("POST", "/api/v1/drinks") == .write && role("POST", "/api/v1/deletions") == .write)
         #expect(role("DELETE", "/api/v1/drinks/0C4A") == .write && role("POST", "/api/v1/health-auto-export") == .write)
         #expect(role("GET", "/metrics") == .metrics && role("GET", "/healthz") == nil && role("GET", "/") == .read)
-        #expect(APIRoutes.resolve(method: "GET", path: "/api/v1/drinks") == .methodNotAllowed(allow: "POST"))
+        #expect(APIRoutes.resolve(method: "GET", path: "/api/v1/drinks") == .operation(.drinks, segment: nil))
+        #expect(role("GET", "/api/v1/drinks") == .read)
+        #expect(APIRoutes.resolve(method: "PUT", path: "/api/v1/drinks") == .methodNotAllowed(allow: "POST, GET"))
         #expect(APIRoutes.resolve(method: "DELETE", path: "/api/v1/drinks/A/B") == .notFound)
         #expect(APIRoutes.resolve(method: "DELETE", path: "/api/v1/drinks/AB") == .operation(.delete, segment: "AB"))
         #expect(APIRoutes.resolve(method: "HEAD", path: "/api/v1/model") == .operation(.model, segment: nil))
+    }
+
+    /// docs/protocol.md §15: a write that names another origin is refused,
+    /// another port of the same host included; reads and programs (no
+    /// `Origin`) pass; under TLS the own origin is https.
+    @Test func aWriteFromAnotherOriginIsRefused() {
+        let gate = HTTPGate(configuration: .init(), counters: ServiceCounters(), logger: Logger(label: "test"))
+        func write(_ origin: String?, method: String = "POST", host: String = "127.0.0.1:5580") -> HTTPRequest {
+            var headers = ["host": host]
+            if let origin { headers["origin"] = origin }
+            return HTTPRequest(method: method, target: "/api/v1/drinks", headers: headers, peer: "127.0.0.1")
+        }
+        #expect(admitted(gate, write("http://127.0.0.1:5580")))
+        #expect(admitted(gate, write(nil)))
+        #expect(!admitted(gate, write("http://127.0.0.1:8000")))
+        #expect(!admitted(gate, write("http://evil.example")))
+        #expect(!admitted(gate, write("null")))
+        #expect(!admitted(gate, write("http://127.0.0.1:8000", method: "DELETE")))
+        #expect(admitted(gate, write("http://127.0.0.1:8000", method: "GET")))
+        if case .refused(let answer) = gate.admit(write("http://127.0.0.1:8000")) {
+            #expect(answer.status == 403 && answer.body.contains("another origin (http://127.0.0.1:8000)"))
+        }
+        let tls = HTTPGate(configuration: .init(tls: true), counters: ServiceCounters(), logger: Logger(label: "test"))
+        #expect(admitted(tls, write("https://127.0.0.1:5580")))
+        #expect(!admitted(tls, write("http://127.0.0.1:5580")))
     }
 }

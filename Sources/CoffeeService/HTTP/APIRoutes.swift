@@ -75,6 +75,8 @@ struct APIRoutes: Sendable {
         case .ping, .stats, .backup: break
         case .model:
             if let at = request.query["at"] { members.append(("at", .string(at))) }
+        case .drinks:
+            for name in ["from", "to"] { if let date = request.query[name] { members.append((name, .string(date))) } }
         case .changes:
             members.append(("anchor", integer(request.query["anchor"])))
             if let limit = request.query["limit"] { members.append(("limit", integer(limit))) }

@@ -84,6 +84,7 @@ final class HTTPGate: Sendable {
                     429, "too_many_requests", "too many failed tokens from \(address); try again in \(retry) s",
                     headers: ["Retry-After": "\(retry)"]))
         }
+        if let refusal = crossOriginRefusal(request) { return .refused(refusal) }
         guard let tokens = configuration.tokens else {
             if request.path == "/login" {
                 return .refused(Self.error(404, "not_found", "no tokens: security.tokensDirectory is not set"))
@@ -118,6 +119,26 @@ final class HTTPGate: Sendable {
                     "token \(token.name) lacks the role \(required.rawValue) that \(request.method) \(request.path) needs"))
         }
         return .admitted(token: token.name)
+    }
+
+    /// docs/protocol.md §15: a write (any method but GET and HEAD) that
+    /// names another origin is refused, and one that the login cookie
+    /// authenticates must name its origin. `SameSite=Strict` alone lets a
+    /// page on another port of the same host through (the same site), and
+    /// without tokens the API takes any loopback peer: a form posted by any
+    /// site the person visits.
+    func crossOriginRefusal(_ request: HTTPRequest) -> HTTPResponse? {
+        guard request.method != "GET", request.method != "HEAD" else { return nil }
+        let own = (isSecure(request) ? "https://" : "http://") + (request.header("host") ?? "")
+        if let origin = request.header("origin") {
+            guard origin.lowercased() != own.lowercased() else { return nil }
+            return Self.error(
+                403, "forbidden", "a write from another origin (\(origin)) is refused: this endpoint is \(own)")
+        }
+        if configuration.tokens != nil, request.header("authorization") == nil, Self.presentedToken(request) != nil {
+            return Self.error(403, "forbidden", "a write with the login cookie must carry Origin (a browser sends it)")
+        }
+        return nil
     }
 
     /// `GET /login?token=T`: the cookie set, then `/` without the token in the address.

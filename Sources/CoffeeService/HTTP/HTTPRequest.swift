@@ -16,7 +16,9 @@ public struct HTTPRequest: Sendable, Equatable {
     public var peer: String
 
     /// The fields read from a request; others are never copied.
-    static let readFields = ["authorization", "cookie", "content-type", "x-forwarded-proto", "x-forwarded-for"]
+    static let readFields = [
+        "authorization", "cookie", "content-type", "x-forwarded-proto", "x-forwarded-for", "origin", "host",
+    ]
 
     public init(
         method: String, target: String, headers: [String: String] = [:], body: [UInt8] = [], peer: String = "127.0.0.1"

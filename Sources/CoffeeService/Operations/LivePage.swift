@@ -1,11 +1,33 @@
-/// `GET /` on the HTTP endpoint (docs/protocol.md §10): one page that shows the
-/// caffeine curve (`/model.svg`) and keeps it current from `GET /events`,
-/// without a reload. Everything it loads comes from the service (its script
-/// and its style are `/app.js` and `/app.css`), so it runs under
+import CoffeeDomain
+
+/// `GET /` on the HTTP endpoint (docs/protocol.md §10, §15): one page that
+/// shows the caffeine curve (`/model.svg`) and keeps it current from `GET
+/// /events`, without a reload, and where the person logs a drink with a
+/// tap, takes the last one back, and corrects the drinks of the last 24
+/// hours. Everything it loads comes from the service (its script and its
+/// style are `/app.js` and `/app.css`), so it runs under
 /// `Content-Security-Policy: default-src 'self'`, which forbids inline
 /// scripts and styles.
 enum LivePage {
     static let contentSecurityPolicy = "default-src 'self'"
+
+    /// A drink type as people read it: `doubleEspresso` is "Double espresso".
+    static func label(_ type: DrinkType) -> String {
+        var words = ""
+        for character in type.rawValue {
+            if character.isUppercase { words += " " + character.lowercased() } else { words.append(character) }
+        }
+        return words.prefix(1).uppercased() + words.dropFirst()
+    }
+
+    /// One button a drink type (§1's serving sizes).
+    static let drinkButtons = DrinkType.allCases.map { type in
+        let mg = Int(type.mgCaffeinePerServing)
+        return """
+                <button type="button" class="drink" data-type="\(type.rawValue)" data-mg="\(mg)">\
+            <span class="name">\(label(type))</span><span class="mg">\(mg) mg</span></button>
+            """
+    }.joined(separator: "\n")
 
     static let html = """
         <!doctype html>
@@ -33,6 +55,19 @@ enum LivePage {
           <figure>
             <img id="curve" src="/model.svg" alt="Caffeine from 12 hours ago to 24 hours ahead" width="960" height="440">
           </figure>
+          <section class="log" aria-labelledby="log-title">
+            <h2 id="log-title">Log a drink</h2>
+            <div id="drink-buttons" class="drinks">
+        \(drinkButtons)
+            </div>
+            <p class="actions"><button type="button" id="undo" disabled>Undo</button>
+            <span id="message" class="message" role="status" aria-live="polite"></span></p>
+          </section>
+          <section class="recent" aria-labelledby="recent-title">
+            <h2 id="recent-title">Last 24 hours</h2>
+            <ol id="recent" class="recent-list"></ol>
+            <p id="recent-empty" class="muted">No drinks in the last 24 hours.</p>
+          </section>
           <footer>anchor <span id="anchor">–</span> · updated <span id="at">–</span></footer>
         </main>
         </body>
@@ -43,53 +78,6 @@ enum LivePage {
     /// A cup, in the level's green.
     static let icon = """
         <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><path d="M5 10h18v9a8 8 0 0 1-8 8h-2a8 8 0 0 1-8-8z" fill="#2e7d32"/><path d="M23 13h2a4 4 0 0 1 0 8h-2" fill="none" stroke="#2e7d32" stroke-width="2.5"/><path d="M11 3c-2 2 2 3 0 5M16 3c-2 2 2 3 0 5" fill="none" stroke="#78909c" stroke-width="1.5"/></svg>
-
-        """
-
-    static let script = """
-        "use strict";
-        // Redraws on each `model` the service publishes (server-sent events from
-        // /events); the browser reconnects by itself after a restart. A model of
-        // another store or epoch (a restore, a promotion: docs/protocol.md §13)
-        // means nothing drawn before holds: everything is drawn again, and the
-        // page says so once.
-        (function () {
-          const $ = (id) => document.getElementById(id);
-          let shown = null;
-          let history = null;
-          let changedHistory = false;
-          function draw(model) {
-            const of = model.store + "/" + model.epoch;
-            if (history !== null && of !== history) {
-              shown = null;
-              changedHistory = true;
-              console.warn("the store changed (" + of + ", was " + history + "): drawn again from the start");
-            }
-            history = of;
-            $("mg").textContent = Math.round(model.mgCaffeine);
-            $("level").textContent = model.level;
-            $("level").className = "value level " + model.level;
-            $("cups").textContent = model.cupsToday.toFixed(1);
-            $("drinks").textContent = model.drinksToday;
-            $("anchor").textContent = model.anchor;
-            $("at").textContent = new Date(model.at).toLocaleTimeString();
-            const key = of + "/" + model.anchor + "/" + model.at;
-            if (key !== shown) {
-              shown = key;
-              $("curve").src = "/model.svg?anchor=" + model.anchor + "&at=" + encodeURIComponent(model.at);
-            }
-          }
-          const events = new EventSource("/events");
-          events.addEventListener("model", (e) => {
-            draw(JSON.parse(e.data));
-            $("status").textContent = changedHistory ? "live · the store changed (restored or promoted): drawn again" : "live";
-            $("status").className = "status live";
-          });
-          events.addEventListener("error", () => {
-            $("status").textContent = "reconnecting…";
-            $("status").className = "status";
-          });
-        })();
 
         """
 
@@ -110,9 +98,27 @@ enum LivePage {
         figure { margin: 0; background: #fff; border-radius: 12px; padding: 8px; box-shadow: 0 1px 3px rgba(0,0,0,0.08); }
         figure img { width: 100%; height: auto; display: block; }
         footer { color: var(--muted); font-size: 0.85rem; margin-top: 8px; }
+        h2 { font-size: 1.1rem; margin: 20px 0 8px; }
+        .drinks { display: grid; grid-template-columns: repeat(auto-fill, minmax(140px, 1fr)); gap: 8px; }
+        button { font: inherit; color: inherit; border: 1px solid #cfd8dc; background: #fff; border-radius: 10px; padding: 10px 12px; cursor: pointer; min-height: 44px; }
+        button:hover:not(:disabled) { border-color: #2e7d32; }
+        button:focus-visible, input:focus-visible { outline: 3px solid #1565c0; outline-offset: 2px; }
+        button:disabled { color: var(--muted); cursor: default; }
+        .drink { display: flex; flex-direction: column; align-items: flex-start; text-align: left; }
+        .drink .mg, .muted { color: var(--muted); font-size: 0.85rem; }
+        .actions { display: flex; align-items: center; gap: 12px; flex-wrap: wrap; }
+        .message.error { color: #c62828; }
+        .recent-list { list-style: none; padding: 0; margin: 0; }
+        .recent-list li { background: #fff; border-radius: 10px; padding: 8px 12px; margin-bottom: 6px; display: flex; flex-wrap: wrap; align-items: center; gap: 8px 12px; box-shadow: 0 1px 3px rgba(0,0,0,0.06); }
+        .recent-list .when { font-variant-numeric: tabular-nums; min-width: 4.5em; }
+        .recent-list .what { flex: 1 1 8em; }
+        .recent-list form { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; width: 100%; }
+        .recent-list input { font: inherit; padding: 8px; border: 1px solid #cfd8dc; border-radius: 8px; max-width: 100%; }
+        .recent-list input[type=number] { width: 6em; }
         @media (max-width: 600px) {
           .figures { grid-template-columns: repeat(2, 1fr); }
           .value { font-size: 1.5rem; }
+          .drinks { grid-template-columns: repeat(2, 1fr); }
         }
 
         """

@@ -152,21 +152,12 @@ public struct QueryHandler: Sendable {
         case .delete: return try await delete(request, caller: caller)
         case .stats: return await stats()
         case .backup: return try await backup(request)
+        case .drinks: return try await drinks(request)
         }
     }
 
     func modelReply(_ request: QueryRequest) async throws -> JSONValue {
-        var at: Date?
-        switch request.at {
-        case .absent: break
-        case .wrongType(let expected): throw QueryError(.badRequest, "at must be \(expected)", field: "at")
-        case .value(let raw):
-            do throws(ValidationError) {
-                at = try DrinkValidator.date(raw, field: "at")
-            } catch {
-                throw QueryError(.badRequest, error.reason, field: "at")
-            }
-        }
+        let at = try Self.date(request.at, field: "at")
         let snapshot: ModelSnapshot
         if let held = await model.snapshot(at: at) {  // after every commit made before this request
             snapshot = held
@@ -177,6 +168,38 @@ public struct QueryHandler: Sendable {
             snapshot = caffeine.snapshot(of: drinks, at: at, anchor: await store.anchor)
         }
         return .object([("ok", true)] + WireFormat.members(snapshot))
+    }
+
+    /// A request's date field: nil when absent, refused naming `field` when it is not a date.
+    static func date(_ input: InputField<InputDate>, field: String) throws(QueryError) -> Date? {
+        switch input {
+        case .absent: return nil
+        case .wrongType(let expected): throw QueryError(.badRequest, "\(field) must be \(expected)", field: field)
+        case .value(let raw):
+            do throws(ValidationError) {
+                return try DrinkValidator.date(raw, field: field)
+            } catch {
+                throw QueryError(.badRequest, error.reason, field: field)
+            }
+        }
+    }
+
+    /// `drinks`' longest range (§15).
+    static let maxDrinksRange: TimeInterval = 366 * 86_400
+
+    /// `drinks` (§15): the live drinks dated from `from` to `to`, oldest first.
+    func drinks(_ request: QueryRequest) async throws -> JSONValue {
+        let to = try Self.date(request.to, field: "to") ?? clock.now()
+        let from = try Self.date(request.from, field: "from") ?? to - 24 * 3600
+        guard from <= to else { throw QueryError(.badRequest, "from must not be after to", field: "from") }
+        guard to.timeIntervalSince(from) <= Self.maxDrinksRange else {
+            throw QueryError(.badRequest, "the range from from to to must be at most 366 days", field: "from")
+        }
+        let drinks = try await store.drinks(datedIn: from...to)
+        return .object([
+            ("ok", true), ("from", .string(RFC3339.string(from))), ("to", .string(RFC3339.string(to))),
+            ("drinks", .array(drinks.map { WireFormat.json($0) })),
+        ])
     }
 
     /// - Parameter caller: a CURVE client's drinks default to the source

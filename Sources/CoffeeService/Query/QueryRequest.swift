@@ -8,6 +8,9 @@ struct QueryRequest {
     var anchor: InputField<Double> = .absent
     var limit: InputField<Double> = .absent
     var at: InputField<InputDate> = .absent
+    /// `drinks`' range (§15).
+    var from: InputField<InputDate> = .absent
+    var to: InputField<InputDate> = .absent
     /// Each element, or nil where it is not an object (so that it can be named).
     var drinks: InputField<[DrinkInput?]> = .absent
     var deletions: InputField<[DeletionInput?]> = .absent
@@ -19,6 +22,8 @@ struct QueryRequest {
         anchor = .init(json: object[member: "anchor"], expected: "an integer or null")
         limit = .init(json: object[member: "limit"], expected: "an integer")
         at = .init(json: object[member: "at"])
+        from = .init(json: object[member: "from"])
+        to = .init(json: object[member: "to"])
         drinks = Self.objects(object[member: "drinks"], DrinkInput.self, expected: "an array of drink objects")
         deletions = Self.objects(object[member: "deletions"], DeletionInput.self, expected: "an array of deletion objects")
         name = .init(json: object[member: "name"], expected: "a string")

@@ -74,6 +74,14 @@ enum ClientCommands {
         `coffee-tracker restore FILE --config CONFIG`, the service stopped.
         Needs the write role under security.curve.
         """,
+        .drinks: """
+        Usage: coffee-tracker drinks [--from DATE] [--to DATE]
+
+        Lists the live drinks dated from --from to --to (default: the 24 hours
+        up to now; at most 366 days), oldest first, one per line: "DATE MG mg
+        TYPE UUID vVERSION". Correct one by adding it again with its UUID and
+        a higher --version.
+        """,
         .stats: """
         Usage: coffee-tracker status
 
@@ -87,7 +95,7 @@ enum ClientCommands {
             words,
             valued: [
                 "config", "query", "timeout", "type", "mg", "date", "uuid", "version", "source", "since", "limit", "at", "key",
-                "server-key", "svg",
+                "server-key", "svg", "from", "to",
             ],
             switches: ["help", "json"])
         if args.has("help") {
@@ -204,6 +212,19 @@ enum ClientCommands {
             if let at = args["at"] { modelRequest.append(("at", .string(at))) }
             let reply = try request(client, modelRequest, args)
             if !args.has("json") { print(explain(model: reply)) }
+        case .drinks:
+            var drinksRequest: [(String, JSONValue)] = [("op", .string(QueryOperation.drinks.rawValue))]
+            for name in ["from", "to"] { if let date = args[name] { drinksRequest.append((name, .string(date))) } }
+            let reply = try request(client, drinksRequest, args)
+            if !args.has("json") {
+                let drinks = reply["drinks"] as? [[String: Any]] ?? []
+                for d in drinks {
+                    let mg = formatNumber((d["mgCaffeine"] as? NSNumber)?.doubleValue ?? 0)
+                    print("\(d["date"] ?? "?") \(mg) mg \(d["type"] ?? "-") \(d["uuid"] ?? "?") v\(d["version"] ?? 1)")
+                }
+                let counted = "\(drinks.count) drink\(drinks.count == 1 ? "" : "s")"
+                print("\(counted) from \(reply["from"] ?? "?") to \(reply["to"] ?? "?")")
+            }
         case .stats:
             let reply = try request(client, [("op", .string(QueryOperation.stats.rawValue))], args)
             if !args.has("json") {

@@ -112,6 +112,16 @@ class Client:
         (role write): `anchor`, `bytes`, `file`, once it is fsynced."""
         return self.call({"op": "backup", "name": name})
 
+    def drinks(self, from_: Optional[str] = None, to: Optional[str] = None) -> Dict[str, Any]:
+        """The live drinks dated from `from_` to `to` (RFC 3339; default the
+        24 hours up to now, at most 366 days), oldest first (§15)."""
+        request: Dict[str, Any] = {"op": "drinks"}
+        if from_:
+            request["from"] = from_
+        if to:
+            request["to"] = to
+        return self.call(request)
+
     def follow(self, timeout: Optional[float] = None) -> Iterator["State"]:
         """The feed kept in step (§10): yields a `State` after each change
         applied and each model of its anchor. `timeout`: seconds without a
