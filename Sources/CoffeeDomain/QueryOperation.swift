@@ -8,12 +8,14 @@ public enum QueryOperation: String, CaseIterable, Sendable {
     case ping, changes, model, add, delete, stats, backup
     /// The live drinks dated in a range (§15): what a person's page lists and edits.
     case drinks
+    /// The person's days, weeks or months (§15).
+    case history
 
     /// It changes the store (or writes a file): the `write` role.
     public var writes: Bool {
         switch self {
         case .add, .delete, .backup: true
-        case .ping, .changes, .model, .stats, .drinks: false
+        case .ping, .changes, .model, .stats, .drinks, .history: false
         }
     }
 
@@ -29,12 +31,13 @@ public enum QueryOperation: String, CaseIterable, Sendable {
         case .stats: [APIRoute("GET", "stats")]
         case .add: [APIRoute("POST", "drinks")]
         case .drinks: [APIRoute("GET", "drinks")]
+        case .history: [APIRoute("GET", "history")]
         case .delete: [APIRoute("DELETE", "drinks/{uuid}"), APIRoute("POST", "deletions")]
         case .backup: []
         }
     }
 
-    /// "ping, changes, model, add, delete, stats, backup or drinks".
+    /// "ping, changes, model, add, delete, stats, backup, drinks or history".
     public static var names: String {
         let all = allCases.map(\.rawValue)
         return all.dropLast().joined(separator: ", ") + " or " + all.last!

@@ -78,6 +78,21 @@ extension QueryClient {
         return try decoded { try Changes(checked(raw)) }
     }
 
+    /// The live drinks dated from `from` to `to`, both included, oldest first (docs/protocol.md §15).
+    public func drinks(from: Date, to: Date) throws -> [Drink] {
+        let reply = try reply(
+            .object([
+                ("op", .string(QueryOperation.drinks.rawValue)), ("from", .string(RFC3339.string(from))),
+                ("to", .string(RFC3339.string(to))),
+            ]))
+        return try decoded {
+            guard case .array(let items) = try reply.member("drinks") else {
+                throw WireFormat.DecodingError("drinks must be an array")
+            }
+            return try items.map { try WireFormat.drink($0) }
+        }
+    }
+
     /// How every success the service writes begins.
     static let success = Data(#"{"ok":true,"#.utf8)
 

@@ -44,9 +44,9 @@ extension HealthStore {
     }
 
     /// Live drinks dated in `range`, oldest first: what a model window needs.
-    /// A scan of every record (schema version 3 keeps no index by date: about
-    /// 0.1 s per million records), so it is for what the model does not hold:
-    /// a rebuild, a model of a past time, a picture before the model has loaded.
+    /// A range of the index of live drinks by date (schema version 4): a
+    /// rebuild of the model's window, a model of a past time, a picture
+    /// before the model has loaded, history's curve.
     public func drinks(datedIn range: ClosedRange<Date>) throws -> [Drink] {
         guard isOpen else { throw StoreError.closed }
         return try reading {

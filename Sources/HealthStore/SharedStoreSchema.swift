@@ -7,7 +7,8 @@ import PostgreSQL
 /// commit of every service takes its anchors from, under its row lock;
 /// `schema` marks the tables as ours, with their version.
 enum SharedStoreSchema {
-    static let currentVersion: Int64 = 1
+    /// Version 2 adds the index of live drinks by date (SQLite's version 4).
+    static let currentVersion: Int64 = 2
 
     static let schema = """
         CREATE TABLE meta(
@@ -27,7 +28,15 @@ enum SharedStoreSchema {
             changed_ms bigint NOT NULL
         );
         CREATE INDEX tombstones_by_time ON records(changed_ms) WHERE deleted = 1;
+        \(liveByDate)
         """
+
+    static let liveByDate = "CREATE INDEX live_by_date ON records(date_ms) WHERE deleted = 0;"
+
+    /// Step n brings the tables from version n-1 to n, in the transaction that holds the advisory lock.
+    static let migrations: [Int64: String] = [
+        2: liveByDate + " UPDATE meta SET value = 2 WHERE key = 'schema';"
+    ]
 
     /// One key for every coffee-tracker's advisory lock: services starting
     /// at once on one database make its tables and identity once.
@@ -61,6 +70,8 @@ enum SharedStoreSchema {
                 throw StoreError.corrupt(name, "tables meta and records that coffee-tracker did not make")
             }
             if version > currentVersion { throw StoreError.newerSchema(name, found: version, supported: currentVersion) }
+            guard version < currentVersion else { return }
+            for step in (version + 1)...currentVersion { try db.execute(migrations[step]!) }
         }
     }
 

@@ -230,6 +230,22 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
         return drinks
     }
 
+    /// The mg and the number of live drinks dated from `from` up to (not
+    /// including) `to`: a range of `live_by_date`.
+    func intake(from: Int64, to: Int64) throws -> (mg: Double, count: Int) {
+        let p = dialect.p
+        let s = try cached(
+            """
+            SELECT coalesce(sum(mg), 0), count(*) FROM records
+            WHERE deleted = 0 AND date_ms >= \(p(1)) AND date_ms < \(p(2))
+            """)
+        try s.bind(1, from)
+        try s.bind(2, to)
+        defer { s.reset() }
+        guard try s.step() else { return (0, 0) }
+        return (s.double(0), Int(s.int64(1)))
+    }
+
     func highestExpiredTombstone(before cutoff: Int64) throws -> Int64? {
         // INDEXED BY: left alone, SQLite's max() optimisation walks the anchor
         // index backwards through every live row (2 s with 1M drinks) instead

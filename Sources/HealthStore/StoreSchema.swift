@@ -7,7 +7,7 @@ import SQLite
 enum StoreSchema {
     /// "CofT" in ASCII.
     static let applicationID: Int64 = 0x436F_6654
-    static let currentVersion: Int64 = 3
+    static let currentVersion: Int64 = 4
 
     /// The current schema, for a new file.
     ///
@@ -22,6 +22,9 @@ enum StoreSchema {
     /// follows the commits; only a rebuild of that window, and a model or
     /// picture of a time it does not hold, read drinks by date, and they
     /// scan the table. See the README's benchmarks for the before/after.
+    /// Version 4 brings it back: a person's history (docs/protocol.md §15)
+    /// sums drinks by date over years, a range of that index per bucket,
+    /// where a scan per bucket would read the table thousands of times.
     static let schema = """
         CREATE TABLE meta(
             key   TEXT PRIMARY KEY,
@@ -29,8 +32,12 @@ enum StoreSchema {
         ) WITHOUT ROWID;
         INSERT INTO meta(key, value) VALUES ('anchor', 0), ('purged_anchor', 0);
         \(recordsTable)
+        \(liveByDate)
         \(tombstonesByTime)
         """
+
+    /// Live drinks by date: what history's sums read (versions 2 and 4).
+    static let liveByDate = "CREATE INDEX live_by_date ON records(date_ms) WHERE deleted = 0;"
 
     /// Version 2's records: the table, its index of live drinks by date and
     /// that of tombstones (what migration 2 creates; migration 3 drops the first).
@@ -91,6 +98,7 @@ enum StoreSchema {
         DROP TABLE records_v1;
         """,
         3: "DROP INDEX live_by_date;",
+        4: liveByDate,
     ]
 
     /// Creates or migrates the schema of `db` at `path`.

@@ -19,6 +19,8 @@ struct CoffeeTrackerCLI {
         ("delete", "delete a drink by UUID"),
         ("changes", "list what changed since an anchor"),
         ("drinks", "list the live drinks of the last 24 hours (or --from, --to)"),
+        ("history", "mg, cups, peak and hours over the sleep threshold by day, week or month"),
+        ("export", "write every live drink as CSV (--csv) for a spreadsheet"),
         ("model", "show caffeine now, levels, cups today"),
         ("watch", "print live updates from the update endpoint"),
         ("import", "import exported files (.json, .jsonl, .plist, Health .xml/.zip) through the service"),
@@ -76,6 +78,7 @@ struct CoffeeTrackerCLI {
             case "import": code = try ImportCommand.run(rest)
             case "keygen": code = try KeygenCommand.run(rest)
             case "token": code = try TokenCommand.run(rest)
+            case "export": code = try ExportCommand.run(rest)
             case "relay": code = try await RelayCommand.run(rest)
             default:
                 printError("coffee-tracker: unknown command \"\(command)\"\n\n\(usage)")

@@ -74,7 +74,7 @@ struct ConfigurationTests {
              "updates": {"bind": ["ipc:///c"], "sendHighWaterMark": 8}, "query": {"bind": ["ipc:///d"]},
              "http": {"bind": "127.0.0.1:9", "tls": {"certificateFile": "c.pem", "keyFile": "k.pem"}, "maxConnections": 9,
                       "idleTimeoutS": 9, "trustedProxies": ["127.0.0.1", "::1"], "lockoutS": 9},
-             "model": {"halfLifeHours": 4, "timeZone": "Asia/Kathmandu", "sleepThresholdMg": 30},
+             "model": {"halfLifeHours": 4, "timeZone": "Asia/Kathmandu", "sleepThresholdMg": 30, "dailyLimitMg": 300},
              "publish": {"modelIntervalMs": 7, "refreshIntervalS": 8, "heartbeatIntervalS": 9},
              "store": {"tombstoneRetentionDays": 3, "backupDirectory": "b"},
              "limits": {"maxMgCaffeine": 9, "maxFutureSkewS": 9, "earliestDate": "2001-01-01T00:00:00Z",
@@ -94,6 +94,7 @@ struct ConfigurationTests {
         #expect(changed.count == ServiceConfiguration.keys.count)
         #expect(Set(changed).count == changed.count)
         #expect(c.ingest.receiveHighWaterMark == 7 && c.updates.sendHighWaterMark == 8 && c.limits.maxFileBytes == 999)
+        #expect(c.settings.dailyLimitMg == 300 && c.settings.sleepThresholdMg == 30 && c.settings.model.halfLifeHours == 4)
         #expect(c.security.curve?.clientsDirectory == "/etc/ct/k" && c.security.tokensDirectory == "/etc/ct/t")
         #expect(c.http.tls == TLSFiles(certificateFile: "/etc/ct/c.pem", keyFile: "/etc/ct/k.pem"))
         #expect(c.http.trustedProxies == ["127.0.0.1", "::1"] && c.httpConfiguration?.maxConnections == 9)

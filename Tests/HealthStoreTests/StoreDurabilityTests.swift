@@ -252,10 +252,10 @@ struct StoreDurabilityTests {
         #expect(try db.scalar("PRAGMA user_version") == StoreSchema.currentVersion)
     }
 
-    /// A version-2 file loses its index of live drinks by date (a third
-    /// B-tree that every new drink wrote) and keeps every row; reads by date
-    /// still answer, from the table.
-    @Test func versionTwoFileDropsItsDateIndex() async throws {
+    /// A version-2 file goes through version 3, which dropped its index of
+    /// live drinks by date, to version 4, which makes it again for history's
+    /// sums; every row is kept and reads by date answer.
+    @Test func versionTwoFileComesToVersionFourWithItsDateIndex() async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let live = drink(version: 2)
@@ -269,22 +269,24 @@ struct StoreDurabilityTests {
         #expect(try await store.save([added]).anchor == 5)
         await store.close()
         let db = try Database(path: dir.storePath)
-        #expect(try db.scalar("PRAGMA user_version") == 3)
-        #expect(try db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'live_by_date'") == 0)
+        #expect(try db.scalar("PRAGMA user_version") == StoreSchema.currentVersion)
+        #expect(try db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'live_by_date'") == 1)
         #expect(try db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'tombstones_by_time'") == 1)
         #expect(try db.scalar("SELECT count(*) FROM records") == 2)
     }
 
-    /// A new file has two B-trees that a new drink writes: the table and its
-    /// UUID index (the tombstones' index holds deletions only).
-    @Test func aNewFileIndexesNothingByDate() async throws {
+    /// A new file indexes live drinks by date (version 4, for history's
+    /// sums), besides the table and its UUID index (the tombstones' index
+    /// holds deletions only).
+    @Test func aNewFileIndexesLiveDrinksByDate() async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let store = try openStore(dir)
         await store.close()
         let db = try Database(path: dir.storePath)
         #expect(try db.scalar("PRAGMA user_version") == StoreSchema.currentVersion)
-        #expect(try db.scalar("SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND sql LIKE '%date_ms%'") == 0)
+        #expect(try db.scalar("SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND sql LIKE '%date_ms%'") == 1)
+        #expect(try db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'live_by_date' AND sql LIKE '%deleted = 0%'") == 1)
     }
 
     @Test func someoneElsesDatabaseIsRefused() throws {

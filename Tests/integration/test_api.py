@@ -276,7 +276,7 @@ def test_without_tokens_the_json_api_answers_this_machine(service):
     # The unknown op's error names every operation: one list, which the clients follow.
     reply = service.request({"op": "nothing"})
     listed = reply["error"]["message"].split("expected ", 1)[1].replace(" or ", ", ").split(", ")
-    assert listed == ["ping", "changes", "model", "add", "delete", "stats", "backup", "drinks"]
+    assert listed == ["ping", "changes", "model", "add", "delete", "stats", "backup", "drinks", "history"]
     # The Python client has a call for each, and the command line a command (stats is status).
     from coffee_tracker import Client
     assert all(callable(getattr(Client, op, None)) for op in listed)

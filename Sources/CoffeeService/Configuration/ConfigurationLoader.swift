@@ -70,6 +70,7 @@ public enum ConfigurationLoader {
         if let s = try reader.section(top, "model", allowed: ServiceConfiguration.keys(of: "model")) {
             if let v = try reader.number(s, "model.halfLifeHours", above: 0, max: 48) { c.model.halfLifeHours = v }
             if let v = try reader.number(s, "model.sleepThresholdMg", above: 0, max: 1000) { c.model.sleepThresholdMg = v }
+            if let v = try reader.number(s, "model.dailyLimitMg", above: 0, max: 100_000) { c.model.dailyLimitMg = v }
             if let v = try reader.string(s, "model.timeZone") {
                 guard TimeZone(identifier: v) != nil else {
                     throw reader.fail("model.timeZone", "must be an IANA time zone name such as Europe/Berlin, got \"\(v)\"")

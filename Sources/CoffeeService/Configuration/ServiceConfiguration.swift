@@ -76,6 +76,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
         public var timeZone = TimeZone.current.identifier
         /// The picture's "under this by" line (docs/protocol.md §10).
         public var sleepThresholdMg = CaffeineChart(model: CaffeineModel()).sleepThresholdMg
+        /// The most a person means to take in a day: history's days over it (docs/protocol.md §15).
+        public var dailyLimitMg = PersonSettings.defaultDailyLimitMg
     }
 
     /// `publish`.
@@ -174,7 +176,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Key("http.idleTimeoutS", \.http.idleTimeoutS), Key("http.trustedProxies", \.http.trustedProxies),
         Key("http.lockoutS", \.http.lockoutS),
         Key("model.halfLifeHours", \.model.halfLifeHours), Key("model.timeZone", \.model.timeZone),
-        Key("model.sleepThresholdMg", \.model.sleepThresholdMg),
+        Key("model.sleepThresholdMg", \.model.sleepThresholdMg), Key("model.dailyLimitMg", \.model.dailyLimitMg),
         Key("publish.modelIntervalMs", \.publish.modelIntervalMs),
         Key("publish.refreshIntervalS", \.publish.refreshIntervalS),
         Key("publish.heartbeatIntervalS", \.publish.heartbeatIntervalS),
@@ -244,6 +246,11 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var drinkLimits: DrinkValidator.Limits {
         DrinkValidator.Limits(
             maxMgCaffeine: limits.maxMgCaffeine, maxFutureSkew: limits.maxFutureSkewS, earliestDate: limits.earliestDate)
+    }
+
+    /// What the person's tracker goes by (docs/protocol.md §15), from `model`.
+    public var settings: PersonSettings {
+        PersonSettings(model: caffeineModel, sleepThresholdMg: model.sleepThresholdMg, dailyLimitMg: model.dailyLimitMg)
     }
 
     public var chart: CaffeineChart { CaffeineChart(model: caffeineModel, sleepThresholdMg: model.sleepThresholdMg) }

@@ -12,6 +12,8 @@ struct APIRoutes: Sendable {
     enum Resolution: Equatable {
         case operation(QueryOperation, segment: String?)
         case healthAutoExport
+        /// `GET /api/v1/export.csv` (§15).
+        case exportCSV
         case methodNotAllowed(allow: String)
         case notFound
 
@@ -20,12 +22,13 @@ struct APIRoutes: Sendable {
             switch self {
             case .operation(let op, _): op.writes ? .write : .read
             case .healthAutoExport: .write
-            case .methodNotAllowed, .notFound: .read
+            case .exportCSV, .methodNotAllowed, .notFound: .read
             }
         }
     }
 
     static let healthAutoExportRoute = APIRoute("POST", "health-auto-export")
+    static let exportRoute = APIRoute("GET", "export.csv")
 
     static func isAPI(_ path: String) -> Bool { path.hasPrefix(APIRoute.prefix) || path == "/api/v1" }
 
@@ -33,16 +36,18 @@ struct APIRoutes: Sendable {
         guard path.hasPrefix(APIRoute.prefix) else { return .notFound }
         let rest = path.dropFirst(APIRoute.prefix.count)
         var allowed: [String] = []
-        let routes =
-            QueryOperation.allCases.flatMap { op in op.routes.map { (Optional(op), $0) } } + [(nil, healthAutoExportRoute)]
-        for (op, route) in routes {
+        let routes: [(Resolution?, APIRoute)] =
+            QueryOperation.allCases.flatMap { op in op.routes.map { (nil, $0) } }
+            + [(.healthAutoExport, healthAutoExportRoute), (.exportCSV, exportRoute)]
+        let operations = QueryOperation.allCases.flatMap { op in op.routes.map { _ in op } }
+        for (index, (special, route)) in routes.enumerated() {
             guard let segment = route.match(rest) else { continue }
             guard route.method == method || (method == "HEAD" && route.method == "GET") else {
                 allowed.append(route.method)
                 continue
             }
-            guard let op else { return .healthAutoExport }
-            return .operation(op, segment: segment.map(String.init))
+            if let special { return special }
+            return .operation(operations[index], segment: segment.map(String.init))
         }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allow: allowed.joined(separator: ", "))
     }
@@ -56,6 +61,14 @@ struct APIRoutes: Sendable {
                 405, "method_not_allowed", "\(request.path) answers \(allow)", headers: ["Allow": allow])
         case .healthAutoExport:
             return Self.response(await handler.importHealthAutoExport(request.body, caller: caller))
+        case .exportCSV:
+            do {
+                return HTTPResponse(
+                    status: 200, contentType: "text/csv; charset=utf-8; header=present", body: try await handler.exportCSV(),
+                    headers: ["Content-Disposition": "attachment; filename=\"coffee-tracker.csv\"", "Cache-Control": "no-store"])
+            } catch {
+                return Self.response(await handler.outcome { throw error })
+            }
         case .operation(.add, _):
             return Self.response(await handler.add(body: request.body, caller: caller))
         case .operation(let op, let segment):
@@ -75,8 +88,8 @@ struct APIRoutes: Sendable {
         case .ping, .stats, .backup: break
         case .model:
             if let at = request.query["at"] { members.append(("at", .string(at))) }
-        case .drinks:
-            for name in ["from", "to"] { if let date = request.query[name] { members.append((name, .string(date))) } }
+        case .drinks, .history:
+            for name in ["from", "to", "by"] { if let value = request.query[name] { members.append((name, .string(value))) } }
         case .changes:
             members.append(("anchor", integer(request.query["anchor"])))
             if let limit = request.query["limit"] { members.append(("limit", integer(limit))) }

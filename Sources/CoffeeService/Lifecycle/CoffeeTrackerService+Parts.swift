@@ -42,7 +42,7 @@ extension CoffeeTrackerService {
             let handler = QueryHandler(
                 store: store, model: model, validator: validator, counters: counters, clock: clock,
                 maxMessageBytes: c.limits.maxMessageBytes, registry: security.registry, backupDirectory: c.backupPath,
-                following: standby?.status, logger: logger.part("query"))
+                following: standby?.status, settings: c.settings, logger: logger.part("query"))
             let query = try QueryEndpoint(
                 configuration: c.queryConfiguration(curve: security.server("query")), context: context, handler: handler,
                 logger: logger.part("query"))

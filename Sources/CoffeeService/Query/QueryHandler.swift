@@ -24,6 +24,8 @@ public struct QueryHandler: Sendable {
     let backupDirectory: String?
     /// A standby's follower (docs/protocol.md §11): writes are refused, `stats` tells the lag.
     let following: FollowStatus?
+    /// The person's half-life, time zone, sleep threshold and daily limit (§15).
+    let settings: PersonSettings
 
     /// Who sent a request.
     public enum Caller: Sendable {
@@ -57,8 +59,10 @@ public struct QueryHandler: Sendable {
         store: HealthStore, model: ModelService, validator: DrinkValidator,
         counters: ServiceCounters, clock: any WallClock,
         maxMessageBytes: Int = IngestEndpoint.Configuration.defaultMaxMessageBytes, registry: ClientRegistry? = nil,
-        backupDirectory: String? = nil, following: FollowStatus? = nil, logger: Logger
+        backupDirectory: String? = nil, following: FollowStatus? = nil, settings: PersonSettings = PersonSettings(),
+        logger: Logger
     ) {
+        self.settings = settings
         self.following = following
         self.backupDirectory = backupDirectory
         self.logger = logger
@@ -153,6 +157,7 @@ public struct QueryHandler: Sendable {
         case .stats: return await stats()
         case .backup: return try await backup(request)
         case .drinks: return try await drinks(request)
+        case .history: return try await history(request)
         }
     }
 

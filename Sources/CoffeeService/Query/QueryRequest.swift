@@ -11,6 +11,8 @@ struct QueryRequest {
     /// `drinks`' range (§15).
     var from: InputField<InputDate> = .absent
     var to: InputField<InputDate> = .absent
+    /// `history`'s bucket: day, week or month.
+    var by: InputField<String> = .absent
     /// Each element, or nil where it is not an object (so that it can be named).
     var drinks: InputField<[DrinkInput?]> = .absent
     var deletions: InputField<[DeletionInput?]> = .absent
@@ -24,6 +26,7 @@ struct QueryRequest {
         at = .init(json: object[member: "at"])
         from = .init(json: object[member: "from"])
         to = .init(json: object[member: "to"])
+        by = .init(json: object[member: "by"], expected: "a string")
         drinks = Self.objects(object[member: "drinks"], DrinkInput.self, expected: "an array of drink objects")
         deletions = Self.objects(object[member: "deletions"], DeletionInput.self, expected: "an array of deletion objects")
         name = .init(json: object[member: "name"], expected: "a string")

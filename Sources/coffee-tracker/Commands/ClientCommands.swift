@@ -82,6 +82,16 @@ enum ClientCommands {
         TYPE UUID vVERSION". Correct one by adding it again with its UUID and
         a higher --version.
         """,
+        .history: """
+        Usage: coffee-tracker history [--from DAY] [--to DAY] [--by day|week|month]
+
+        Prints the person's history, a row a bucket of their calendar
+        (model.timeZone; weeks from Monday): the mg taken in, cups (96 mg
+        each), drinks, the peak level and the hours over the sleep threshold,
+        and "over" where a day passed the daily limit (model.dailyLimitMg).
+        DAY is a date (2025-03-31) or an RFC 3339 time; default: the 30 days
+        up to now, by day.
+        """,
         .stats: """
         Usage: coffee-tracker status
 
@@ -95,7 +105,7 @@ enum ClientCommands {
             words,
             valued: [
                 "config", "query", "timeout", "type", "mg", "date", "uuid", "version", "source", "since", "limit", "at", "key",
-                "server-key", "svg", "from", "to",
+                "server-key", "svg", "from", "to", "by",
             ],
             switches: ["help", "json"])
         if args.has("help") {
@@ -225,6 +235,11 @@ enum ClientCommands {
                 let counted = "\(drinks.count) drink\(drinks.count == 1 ? "" : "s")"
                 print("\(counted) from \(reply["from"] ?? "?") to \(reply["to"] ?? "?")")
             }
+        case .history:
+            var historyRequest: [(String, JSONValue)] = [("op", .string(QueryOperation.history.rawValue))]
+            for name in ["from", "to", "by"] { if let value = args[name] { historyRequest.append((name, .string(value))) } }
+            let reply = try request(client, historyRequest, args)
+            if !args.has("json") { print(table(history: reply)) }
         case .stats:
             let reply = try request(client, [("op", .string(QueryOperation.stats.rawValue))], args)
             if !args.has("json") {

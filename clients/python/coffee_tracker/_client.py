@@ -122,6 +122,17 @@ class Client:
             request["to"] = to
         return self.call(request)
 
+    def history(self, from_: Optional[str] = None, to: Optional[str] = None, by: str = "day") -> Dict[str, Any]:
+        """The person's days, weeks or months (§15) from the day `from_` to
+        the day `to` (dates such as 2025-03-31, or RFC 3339 times): per
+        bucket mg, cups, drinks, peakMg, hoursOverSleepThreshold, daysOverLimit."""
+        request: Dict[str, Any] = {"op": "history", "by": by}
+        if from_:
+            request["from"] = from_
+        if to:
+            request["to"] = to
+        return self.call(request)
+
     def follow(self, timeout: Optional[float] = None) -> Iterator["State"]:
         """The feed kept in step (§10): yields a `State` after each change
         applied and each model of its anchor. `timeout`: seconds without a

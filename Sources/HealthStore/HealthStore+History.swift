@@ -1,0 +1,33 @@
+import CoffeeDomain
+import Foundation
+
+/// What a person took in over a stretch of time (docs/protocol.md §15).
+public struct Intake: Sendable, Hashable {
+    /// The mg of the live drinks dated in it.
+    public var mg: Double
+    /// How many they are.
+    public var drinks: Int
+
+    public init(mg: Double, drinks: Int) {
+        self.mg = mg
+        self.drinks = drinks
+    }
+}
+
+/// History: sums over date ranges, in the store.
+extension HealthStore {
+    /// Per range, the mg and number of live drinks dated from its start up
+    /// to (not including) its end: one query each, a range of the index of
+    /// live drinks by date (`live_by_date`), on SQLite and PostgreSQL alike.
+    public func intake(in ranges: [DateInterval]) throws -> [Intake] {
+        guard isOpen else { throw StoreError.closed }
+        return try reading {
+            try ranges.map { range in
+                let sum = try statements.intake(
+                    from: Int64((range.start.timeIntervalSince1970 * 1000).rounded(.up)),
+                    to: Int64((range.end.timeIntervalSince1970 * 1000).rounded(.up)))
+                return Intake(mg: sum.mg, drinks: sum.count)
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import CoffeeDomain
+import Foundation
+import SQLite
+import Testing
+
+@testable import HealthStore
+
+/// History's sums (docs/protocol.md §15): per range, in the store, through
+/// the index of live drinks by date, on both stores.
+@Suite("History's sums in the store", .timeLimit(.minutes(2)))
+struct StoreHistoryTests {
+    /// Each range counts the live drinks dated from its start up to, not
+    /// including, its end; a deletion and a new version count as they stand.
+    @Test(arguments: StoreBackend.available) func eachRangeSumsItsLiveDrinks(_ backend: StoreBackend) async throws {
+        let dir = TemporaryDirectory(backend)
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let a = drink(mg: 96, at: 0)
+        let b = drink(mg: 64.5, at: 3600)
+        let c = drink(mg: 28, at: 7200)  // exactly the second range's end: the third range's
+        let gone = drink(mg: 500, at: 1800)
+        _ = try await store.save([a, b, c, gone])
+        _ = try await store.delete([Deletion(uuid: gone.uuid)])
+        _ = try await store.save([drink(b.uuid, mg: 100, at: 3600, version: 2)])
+        let ranges = [
+            DateInterval(start: t0 - 60, end: t0 + 60), DateInterval(start: t0 + 60, end: t0 + 7200),
+            DateInterval(start: t0 + 7200, end: t0 + 86_400), DateInterval(start: t0 + 86_400, end: t0 + 2 * 86_400),
+        ]
+        let sums = try await store.intake(in: ranges)
+        #expect(
+            sums == [Intake(mg: 96, drinks: 1), Intake(mg: 100, drinks: 1), Intake(mg: 28, drinks: 1), Intake(mg: 0, drinks: 0)])
+        await store.close()
+    }
+
+    /// A new SQLite file indexes live drinks by date, and a sum reads a range of it.
+    @Test func theSumReadsTheIndexByDate() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        await store.close()
+        let db = try Database(path: dir.storePath)
+        let explain = try db.prepare(
+            "EXPLAIN QUERY PLAN SELECT coalesce(sum(mg), 0), count(*) FROM records WHERE deleted = 0 AND date_ms >= 1 AND date_ms < 2"
+        )
+        var plan: [String] = []
+        while try explain.step() { plan.append(explain.string(3) ?? "") }
+        #expect(plan.contains { $0.contains("USING INDEX live_by_date") }, "\(plan)")
+    }
+}
