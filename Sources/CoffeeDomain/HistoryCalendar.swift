@@ -33,6 +33,9 @@ public struct HistoryCalendar: Sendable {
         return calendar.dateInterval(of: unit, for: date)?.start ?? calendar.startOfDay(for: date)
     }
 
+    /// The day of the week of `date`: 0 for Monday to 6 for Sunday.
+    public func dayOfWeek(_ date: Date) -> Int { (calendar.component(.weekday, from: date) + 5) % 7 }
+
     /// The start of the bucket after the one that starts at `start`.
     public func next(_ grain: HistoryGrain, after start: Date) -> Date {
         let step: DateComponents =
@@ -52,9 +55,18 @@ public struct HistoryCalendar: Sendable {
     public func buckets(_ grain: HistoryGrain, from: Date, to: Date, limit: Int) -> [DateInterval]? {
         var buckets: [DateInterval] = []
         var start = self.start(of: grain, holding: from)
+        // Between two changes of the zone's offset, local midnights are 24
+        // hours apart: days step by arithmetic, and the calendar is asked
+        // only across a change (twice a year where summer time is kept).
+        // From a second before: a change at the very start of a day (clocks that change at midnight) counts.
+        var change = timeZone.nextDaylightSavingTimeTransition(after: start - 1) ?? .distantFuture
         while start <= to {
             guard buckets.count < limit else { return nil }
-            let end = next(grain, after: start)
+            var end = start + 86_400
+            if grain != .day || end >= change {
+                end = next(grain, after: start)
+                change = timeZone.nextDaylightSavingTimeTransition(after: end - 1) ?? .distantFuture
+            }
             buckets.append(DateInterval(start: start, end: end))
             start = end
         }
@@ -81,21 +93,106 @@ public struct HistoryCalendar: Sendable {
 
     /// `date` as people read it there: an RFC 3339 time with its offset
     /// ("2024-03-31T00:00:00+01:00"), and its milliseconds when it has any
-    /// (the store keeps dates to the millisecond).
+    /// (the store keeps dates to the millisecond). The zone's offset at that
+    /// instant and the proleptic Gregorian calendar's arithmetic: history
+    /// writes thousands of these, and `Calendar` takes microseconds a date.
     public func localTime(_ date: Date) -> String {
+        let wholeSeconds = (((date.timeIntervalSince1970 * 1000).rounded()) / 1000).rounded(.down)
+        return localTime(date, offset: timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: wholeSeconds)))
+    }
+
+    /// `localTime` of each of `dates`, in ascending order: the zone's offset
+    /// is looked up again only past its next change.
+    public func localTimes(_ dates: [Date]) -> [String] {
+        var writer = LocalTimes(self)
+        return dates.map { date in
+            var out: [UInt8] = []
+            writer.write(date, into: &out)
+            return String(decoding: out, as: UTF8.self)
+        }
+    }
+
+    /// Writes local times of dates that come in ascending order, keeping
+    /// the zone's offset until its next change.
+    public struct LocalTimes {
+        let calendar: HistoryCalendar
+        var offset = 0
+        var validFrom = Date.distantFuture
+        var validUntil = Date.distantPast
+
+        public init(_ calendar: HistoryCalendar) { self.calendar = calendar }
+
+        /// `calendar.localTime(date)`'s bytes, appended to `out`.
+        public mutating func write(_ date: Date, into out: inout [UInt8]) {
+            let whole = Date(timeIntervalSince1970: (((date.timeIntervalSince1970 * 1000).rounded()) / 1000).rounded(.down))
+            if whole < validFrom || whole >= validUntil {
+                offset = calendar.timeZone.secondsFromGMT(for: whole)
+                validFrom = whole
+                validUntil = calendar.timeZone.nextDaylightSavingTimeTransition(after: whole) ?? .distantFuture
+            }
+            HistoryCalendar.write(date, offset: offset, into: &out)
+        }
+    }
+
+    /// `date` at `offset` seconds from UTC.
+    func localTime(_ date: Date, offset: Int) -> String {
+        var out: [UInt8] = []
+        Self.write(date, offset: offset, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `date` at `offset` seconds from UTC, written byte by byte (history
+    /// writes two a bucket).
+    static func write(_ date: Date, offset: Int, into out: inout [UInt8]) {
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
         let wholeSeconds = (milliseconds / 1000).rounded(.down)
         let fraction = Int(milliseconds - wholeSeconds * 1000)
-        let date = Date(timeIntervalSince1970: wholeSeconds)
-        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
-        let offset = timeZone.secondsFromGMT(for: date)
-        let sign = offset < 0 ? "-" : "+"
+        let local = Int64(wholeSeconds) + Int64(offset)
+        let days = local >= 0 ? local / 86_400 : (local - 86_399) / 86_400
+        let secondOfDay = Int(local - days * 86_400)
+        let (year, month, day) = civil(fromDays: days)
+        func digits(_ value: Int, _ count: Int) {
+            var divisor = 1
+            for _ in 1..<count { divisor *= 10 }
+            var rest = value
+            while divisor > 0 {
+                out.append(UInt8(ascii: "0") + UInt8(rest / divisor % 10))
+                rest %= divisor
+                divisor /= 10
+            }
+        }
+        if year >= 10_000 || year < 0 { out += Array(String(year).utf8) } else { digits(year, 4) }
+        out.append(UInt8(ascii: "-"))
+        digits(month, 2)
+        out.append(UInt8(ascii: "-"))
+        digits(day, 2)
+        out.append(UInt8(ascii: "T"))
+        digits(secondOfDay / 3600, 2)
+        out.append(UInt8(ascii: ":"))
+        digits(secondOfDay / 60 % 60, 2)
+        out.append(UInt8(ascii: ":"))
+        digits(secondOfDay % 60, 2)
+        if fraction != 0 {
+            out.append(UInt8(ascii: "."))
+            digits(fraction, 3)
+        }
+        out.append(UInt8(ascii: offset < 0 ? "-" : "+"))
         let minutes = abs(offset) / 60
-        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        let year = String(c.year ?? 0)
-        return "\(String(repeating: "0", count: max(0, 4 - year.count)) + year)-\(two(c.month ?? 0))-\(two(c.day ?? 0))"
-            + "T\(two(c.hour ?? 0)):\(two(c.minute ?? 0)):\(two(c.second ?? 0))"
-            + (fraction == 0 ? "" : "." + String(String(1000 + fraction).dropFirst()))
-            + "\(sign)\(two(minutes / 60)):\(two(minutes % 60))"
+        digits(minutes / 60, 2)
+        out.append(UInt8(ascii: ":"))
+        digits(minutes % 60, 2)
+    }
+
+    /// The year, month and day `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
+    static func civil(fromDays days: Int64) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shifted = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shifted + 2) / 5 + 1
+        let month = shifted < 10 ? shifted + 3 : shifted - 9
+        return (Int(yearOfEra + era * 400 + (month <= 2 ? 1 : 0)), Int(month), Int(day))
     }
 }

@@ -8,7 +8,9 @@ import Foundation
 /// level only falls, so a bucket's peak is at its start or at one of its
 /// drinks, and the time it stays above the threshold after such a moment
 /// has a closed form: `halfLife · log2(level / threshold)`, cut at the next
-/// moment. Pure; the drinks are passed in.
+/// moment. The level is summed whole at each bucket's start, then carried
+/// from moment to moment (one decay, plus the drinks that come, less those
+/// that leave): linear in the drinks. Pure; the doses are passed in.
 public struct HistoryCurve: Sendable {
     public let model: CaffeineModel
     public let thresholdMg: Double
@@ -21,51 +23,91 @@ public struct HistoryCurve: Sendable {
     /// How far back of a bucket drinks still count: the model's window.
     public static var lookBack: TimeInterval { CaffeineModel.window }
 
+    /// A drink as the curve needs it: when, and how much.
+    public struct Dose: Sendable, Hashable {
+        public var date: Date
+        public var mg: Double
+
+        public init(date: Date, mg: Double) {
+            self.date = date
+            self.mg = mg
+        }
+    }
+
     public struct Measure: Sendable, Hashable {
         public var peakMg: Double
         public var secondsOverThreshold: Double
     }
 
-    /// Each bucket's measure, from `drinks` in date order, which must hold
+    /// Each bucket's measure, from `doses` in date order, which must hold
     /// every drink dated from the first bucket's start less `lookBack` to
     /// the last bucket's end.
-    public func measure(_ buckets: [DateInterval], drinks: [Drink]) -> [Measure] {
+    public func measure(_ buckets: [DateInterval], doses: [Dose]) -> [Measure] {
         let halfLife = model.halfLifeHours * 3600
+        let window = CaffeineModel.window
+        func decay(_ seconds: TimeInterval) -> Double { exp2(-seconds / halfLife) }
+        let leaving = decay(window)  // what is left of a drink when it leaves the window
         var measures: [Measure] = []
         measures.reserveCapacity(buckets.count)
-        var first = 0  // the first drink that may still count
+        var first = 0  // the first dose that may count in this bucket
         for bucket in buckets {
-            while first < drinks.count, drinks[first].date < bucket.start - Self.lookBack { first += 1 }
-            // The moments where the level can rise or drop inside the bucket.
-            var moments: [Date] = [bucket.start]
-            var k = first
-            while k < drinks.count, drinks[k].date < bucket.end {
-                let date = drinks[k].date
-                if date > bucket.start { moments.append(date) }
-                let leaves = date + CaffeineModel.window
-                if leaves > bucket.start, leaves < bucket.end { moments.append(leaves) }
-                k += 1
+            let start = bucket.start
+            while first < doses.count, doses[first].date < start - window { first += 1 }
+            // At the start: the model's level, then what leaves at that very moment.
+            var level = 0.0
+            var entering = first  // the next dose to come into the window
+            var exiting = first  // the next dose to leave it
+            while entering < doses.count, doses[entering].date <= start {
+                level += doses[entering].mg * decay(start.timeIntervalSince(doses[entering].date))
+                entering += 1
             }
-            moments.sort()
-            let inWindow = drinks[first..<k]
-            var peak = model.mgCaffeine(inWindow, at: bucket.start)
-            for drink in inWindow where drink.date >= bucket.start {
-                peak = max(peak, model.mgCaffeine(inWindow, at: drink.date))
+            var peak = level
+            while exiting < entering, doses[exiting].date + window <= start {
+                level -= doses[exiting].mg * leaving
+                exiting += 1
             }
             var over = 0.0
-            for (index, moment) in moments.enumerated() {
-                let until = index + 1 < moments.count ? moments[index + 1] : bucket.end
-                guard until > moment else { continue }
-                // Just after `moment`: a drink leaving the window at it no longer counts.
-                var level = 0.0
-                for drink in inWindow where drink.date <= moment && drink.date > moment - CaffeineModel.window {
-                    level += model.remaining(mg: drink.mgCaffeine, taken: drink.date, at: moment)
-                }
-                guard level > thresholdMg else { continue }
-                over += min(until.timeIntervalSince(moment), halfLife * log2(level / thresholdMg))
+            var moment = start
+            func stretch(to next: Date) {
+                guard level > thresholdMg else { return }
+                over += min(next.timeIntervalSince(moment), halfLife * log2(level / thresholdMg))
             }
+            while true {
+                let comes = entering < doses.count && doses[entering].date < bucket.end ? doses[entering].date : nil
+                let goes = exiting < entering ? doses[exiting].date + window : nil
+                let next: Date
+                switch (comes, goes) {
+                case (let c?, let g?): next = min(c, g)
+                case (let c?, nil): next = c
+                case (nil, let g?): next = g
+                case (nil, nil): next = bucket.end
+                }
+                guard next < bucket.end else { break }
+                stretch(to: next)
+                level *= decay(next.timeIntervalSince(moment))
+                moment = next
+                var arrived = false
+                while entering < doses.count, doses[entering].date == next {
+                    level += doses[entering].mg
+                    entering += 1
+                    arrived = true
+                }
+                // A drink counts at its own moment with those exactly 24 hours older still in.
+                if arrived { peak = max(peak, level) }
+                while exiting < entering, doses[exiting].date + window <= next {
+                    level -= doses[exiting].mg * leaving
+                    exiting += 1
+                }
+                if level < 0 { level = 0 }  // rounding, when the last drink leaves
+            }
+            stretch(to: bucket.end)
             measures.append(Measure(peakMg: peak, secondsOverThreshold: over))
         }
         return measures
+    }
+
+    /// `measure` of whole drinks.
+    public func measure(_ buckets: [DateInterval], drinks: [Drink]) -> [Measure] {
+        measure(buckets, doses: drinks.map { Dose(date: $0.date, mg: $0.mgCaffeine) })
     }
 }

@@ -19,6 +19,18 @@ extension HealthStore {
     /// Per range, the mg and number of live drinks dated from its start up
     /// to (not including) its end: one query each, a range of the index of
     /// live drinks by date (`live_by_date`), on SQLite and PostgreSQL alike.
+    /// The date and mg of the live drinks dated in `range`, oldest first:
+    /// history's curve, read from the index alone.
+    public func doses(datedIn range: ClosedRange<Date>) throws -> [HistoryCurve.Dose] {
+        guard isOpen else { throw StoreError.closed }
+        return try reading {
+            try statements.doses(
+                from: Int64((range.lowerBound.timeIntervalSince1970 * 1000).rounded(.down)),
+                to: Int64((range.upperBound.timeIntervalSince1970 * 1000).rounded(.up))
+            ).map { HistoryCurve.Dose(date: Date(timeIntervalSince1970: Double($0.dateMs) / 1000), mg: $0.mg) }
+        }
+    }
+
     public func intake(in ranges: [DateInterval]) throws -> [Intake] {
         guard isOpen else { throw StoreError.closed }
         return try reading {

@@ -31,7 +31,7 @@ enum SharedStoreSchema {
         \(liveByDate)
         """
 
-    static let liveByDate = "CREATE INDEX live_by_date ON records(date_ms) WHERE deleted = 0;"
+    static let liveByDate = "CREATE INDEX live_by_date ON records(date_ms, mg) WHERE deleted = 0;"
 
     /// Step n brings the tables from version n-1 to n, in the transaction that holds the advisory lock.
     static let migrations: [Int64: String] = [

@@ -246,6 +246,24 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
         return (s.double(0), Int(s.int64(1)))
     }
 
+    /// The date and mg of the live drinks dated from `from` to `to`, both
+    /// included, in date order: what history's curve needs, read from the
+    /// index (`live_by_date` holds both) without the table.
+    func doses(from: Int64, to: Int64) throws -> [(dateMs: Int64, mg: Double)] {
+        let p = dialect.p
+        let s = try cached(
+            """
+            SELECT date_ms, mg FROM records
+            WHERE deleted = 0 AND date_ms >= \(p(1)) AND date_ms <= \(p(2)) ORDER BY date_ms
+            """)
+        try s.bind(1, from)
+        try s.bind(2, to)
+        defer { s.reset() }
+        var doses: [(dateMs: Int64, mg: Double)] = []
+        while try s.step() { doses.append((s.int64(0), s.double(1))) }
+        return doses
+    }
+
     func highestExpiredTombstone(before cutoff: Int64) throws -> Int64? {
         // INDEXED BY: left alone, SQLite's max() optimisation walks the anchor
         // index backwards through every live row (2 s with 1M drinks) instead

@@ -36,8 +36,9 @@ enum StoreSchema {
         \(tombstonesByTime)
         """
 
-    /// Live drinks by date: what history's sums read (versions 2 and 4).
-    static let liveByDate = "CREATE INDEX live_by_date ON records(date_ms) WHERE deleted = 0;"
+    /// Live drinks by date with their mg (version 4; version 2 had the date
+    /// alone): history's sums and its curve read the index, never the table.
+    static let liveByDate = "CREATE INDEX live_by_date ON records(date_ms, mg) WHERE deleted = 0;"
 
     /// Version 2's records: the table, its index of live drinks by date and
     /// that of tombstones (what migration 2 creates; migration 3 drops the first).

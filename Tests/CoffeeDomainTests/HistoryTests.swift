@@ -31,6 +31,61 @@ struct HistoryTests {
         #expect(berlin.localTime(utc("2025-01-01T00:00:00Z")) == "2025-01-01T01:00:00+01:00")
     }
 
+    /// The heat map's rows: Monday is 0, and the Sunday of a 23-hour day is still 6.
+    @Test func daysOfTheWeekCountFromMonday() {
+        #expect(berlin.dayOfWeek(utc("2025-03-29T23:00:00Z")) == 6)  // Sunday 30 March, 00:00 local
+        #expect(berlin.dayOfWeek(utc("2025-03-30T22:00:00Z")) == 0)  // Monday 31 March, 00:00 local
+        #expect(berlin.dayOfWeek(utc("2025-10-25T22:00:00Z")) == 6)  // Sunday 26 October, 00:00 local
+    }
+
+    /// Local times by arithmetic agree with Foundation's calendar, before
+    /// 1970 too, in zones whose offsets have minutes and change with summer.
+    @Test func localTimesAgreeWithTheCalendar() {
+        var random = SystemRandomNumberGenerator()
+        for zone in ["Europe/Berlin", "Asia/Kathmandu", "America/St_Johns", "Pacific/Apia"] {
+            let timeZone = TimeZone(identifier: zone)!
+            let history = HistoryCalendar(timeZone: timeZone)
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = timeZone
+            for _ in 0..<750 {
+                let date = Date(timeIntervalSince1970: Double(Int64.random(in: -631_152_000...4_102_444_800, using: &random)))
+                let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+                let text = history.localTime(date)
+                let expected = String(
+                    format: "%04d-%02d-%02dT%02d:%02d:%02d", c.year!, c.month!, c.day!, c.hour!, c.minute!, c.second!)
+                #expect(text.hasPrefix(expected), "\(zone) \(date): \(text) against \(expected)")
+            }
+        }
+    }
+
+    /// Ten years of days stepped by arithmetic between the offset's changes
+    /// are the calendar's days, in zones whose clocks change at midnight too;
+    /// local times of a series are each one's.
+    @Test func daysByArithmeticAreTheCalendarsDays() throws {
+        for zone in ["Europe/Berlin", "America/Santiago", "Asia/Beirut", "America/Havana", "Australia/Lord_Howe", "UTC"] {
+            let timeZone = TimeZone(identifier: zone)!
+            let history = HistoryCalendar(timeZone: timeZone)
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = timeZone
+            let from = utc("2016-01-01T12:00:00Z")
+            let to = utc("2026-01-01T12:00:00Z")
+            let days = try #require(history.buckets(.day, from: from, to: to, limit: 5000))
+            var expected: [DateInterval] = []
+            var day = calendar.dateInterval(of: .day, for: from)!
+            while day.start <= to {
+                expected.append(day)
+                day = calendar.dateInterval(of: .day, for: day.end + 1)!
+            }
+            let differs = days.indices.first { $0 < expected.count && days[$0] != expected[$0] }
+            let difference = differs.map { "\(days[$0]) against \(expected[$0])" } ?? "-"
+            #expect(
+                days.count == expected.count && differs == nil,
+                "\(zone): \(days.count) against \(expected.count) days, first difference at \(difference)")
+            let starts = days.map(\.start)
+            #expect(history.localTimes(starts) == starts.map { history.localTime($0) }, "\(zone)")
+        }
+    }
+
     @Test func aDayIsReadAsTheLocalMidnightThatStartsIt() {
         #expect(berlin.startOfDay("2025-03-30") == utc("2025-03-29T23:00:00Z"))
         #expect(berlin.startOfDay("2025-07-01") == utc("2025-06-30T22:00:00Z"))

@@ -67,7 +67,9 @@ extension CoffeeTrackerService {
             let zap = try security.registry.map {
                 try ZAPHandler(context: context, registry: $0, counters: counters, logger: logger.part("security"))
             }
-            let pictures = ModelPictures(store: store, model: model, chart: c.chart, clock: clock)
+            let pictures = ModelPictures(
+                store: store, model: model, chart: c.chart, clock: clock,
+                history: PersonHistory(store: store, settings: c.settings))
             let gate = HTTPGate(
                 configuration: .init(
                     tokens: security.tokens, trustedProxies: Set(c.http.trustedProxies), tls: c.http.tls != nil,

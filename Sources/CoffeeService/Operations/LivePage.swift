@@ -44,7 +44,7 @@ enum LivePage {
         <main>
           <header>
             <h1>Coffee Tracker</h1>
-            <p id="status" class="status">connecting…</p>
+            <p class="status"><a href="/history">History</a> · <span id="status">connecting…</span></p>
           </header>
           <section class="figures" aria-live="polite">
             <div class="figure"><span id="mg" class="value">–</span><span class="label">mg caffeine now</span></div>

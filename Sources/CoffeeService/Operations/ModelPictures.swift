@@ -14,6 +14,8 @@ struct ModelPictures: Sendable {
     let model: ModelService
     let chart: CaffeineChart
     let clock: any WallClock
+    /// What the history page draws (docs/protocol.md §15).
+    let history: PersonHistory
 
     static let pageHeaders = ["Content-Security-Policy": LivePage.contentSecurityPolicy, "Cache-Control": "no-store"]
 
@@ -33,6 +35,11 @@ struct ModelPictures: Sendable {
             return HTTPResponse(status: 200, contentType: "image/svg+xml", body: LivePage.icon, headers: Self.pageHeaders)
         case "/model.svg":
             return await svg()
+        case "/history", "/history.html":
+            return HTTPResponse(
+                status: 200, contentType: "text/html; charset=utf-8", body: HistoryPage.html, headers: Self.pageHeaders)
+        case "/history.svg":
+            return await historySVG()
         case "/events":
             return await events()
         default:
@@ -55,6 +62,19 @@ struct ModelPictures: Sendable {
             }
             return HTTPResponse(
                 status: 200, contentType: "image/svg+xml", body: chart.svg(drinks, now: now), headers: Self.pageHeaders)
+        } catch {
+            return HTTPResponse(status: 503, body: "the store cannot be read: \(error)\n")
+        }
+    }
+
+    /// The history page's picture: the days of the last `HistoryChart.heatWeeks` weeks up to today.
+    func historySVG() async -> HTTPResponse {
+        let now = clock.now()
+        let chart = HistoryChart(dailyLimitMg: history.settings.dailyLimitMg, calendar: history.calendar)
+        do {
+            let from = now - Double(HistoryChart.heatWeeks * 7) * 86_400
+            let days = try await history.buckets(.day, from: from, to: now) ?? []
+            return HTTPResponse(status: 200, contentType: "image/svg+xml", body: chart.svg(days), headers: Self.pageHeaders)
         } catch {
             return HTTPResponse(status: 503, body: "the store cannot be read: \(error)\n")
         }
