@@ -120,6 +120,7 @@ bench: release bench-deps
 	python3 bench/door.py --out bench/door.json
 	python3 bench/postgresql.py --out bench/postgresql.json
 	python3 bench/history.py --out bench/history.json
+	python3 bench/page.py --out bench/page.json
 
 ## The baselines of bench/health.py (xmllint, unzip, healthkit-to-sqlite), bench/backup.py (sqlite3), bench/door.py (openssl)
 ## and bench/postgresql.py (psycopg).

@@ -141,58 +141,9 @@ public struct HistoryCalendar: Sendable {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// `date` at `offset` seconds from UTC, written byte by byte (history
-    /// writes two a bucket).
+    /// `date` at `offset` seconds from UTC: RFC 3339's writer, with the
+    /// offset, and the milliseconds only when there are any.
     static func write(_ date: Date, offset: Int, into out: inout [UInt8]) {
-        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
-        let wholeSeconds = (milliseconds / 1000).rounded(.down)
-        let fraction = Int(milliseconds - wholeSeconds * 1000)
-        let local = Int64(wholeSeconds) + Int64(offset)
-        let days = local >= 0 ? local / 86_400 : (local - 86_399) / 86_400
-        let secondOfDay = Int(local - days * 86_400)
-        let (year, month, day) = civil(fromDays: days)
-        func digits(_ value: Int, _ count: Int) {
-            var divisor = 1
-            for _ in 1..<count { divisor *= 10 }
-            var rest = value
-            while divisor > 0 {
-                out.append(UInt8(ascii: "0") + UInt8(rest / divisor % 10))
-                rest %= divisor
-                divisor /= 10
-            }
-        }
-        if year >= 10_000 || year < 0 { out += Array(String(year).utf8) } else { digits(year, 4) }
-        out.append(UInt8(ascii: "-"))
-        digits(month, 2)
-        out.append(UInt8(ascii: "-"))
-        digits(day, 2)
-        out.append(UInt8(ascii: "T"))
-        digits(secondOfDay / 3600, 2)
-        out.append(UInt8(ascii: ":"))
-        digits(secondOfDay / 60 % 60, 2)
-        out.append(UInt8(ascii: ":"))
-        digits(secondOfDay % 60, 2)
-        if fraction != 0 {
-            out.append(UInt8(ascii: "."))
-            digits(fraction, 3)
-        }
-        out.append(UInt8(ascii: offset < 0 ? "-" : "+"))
-        let minutes = abs(offset) / 60
-        digits(minutes / 60, 2)
-        out.append(UInt8(ascii: ":"))
-        digits(minutes % 60, 2)
-    }
-
-    /// The year, month and day `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
-    static func civil(fromDays days: Int64) -> (year: Int, month: Int, day: Int) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shifted = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * shifted + 2) / 5 + 1
-        let month = shifted < 10 ? shifted + 3 : shifted - 9
-        return (Int(yearOfEra + era * 400 + (month <= 2 ? 1 : 0)), Int(month), Int(day))
+        RFC3339.write(date, offset: offset, alwaysMilliseconds: false, into: &out)
     }
 }

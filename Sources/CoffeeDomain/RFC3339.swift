@@ -79,7 +79,14 @@ public enum RFC3339 {
 
     /// `string(date)`'s 24 bytes, appended to `out` in one piece.
     public static func write(_ date: Date, into out: inout [UInt8]) {
-        let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        write(date, offset: nil, alwaysMilliseconds: true, into: &out)
+    }
+
+    /// `date` as RFC 3339: at `offset` seconds east of UTC with the offset
+    /// written (`+01:00`), or in UTC with `Z` when `offset` is nil; the
+    /// milliseconds always, or only when there are any.
+    public static func write(_ date: Date, offset: Int?, alwaysMilliseconds: Bool, into out: inout [UInt8]) {
+        let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded()) + Int64(offset ?? 0) * 1000
         var days = totalMillis / 86_400_000
         var rest = totalMillis % 86_400_000
         if rest < 0 {
@@ -89,26 +96,40 @@ public enum RFC3339 {
         let (year, month, day) = civilFromDays(Int(days))
         let ms = Int(rest % 1000)
         let s = Int(rest / 1000)
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 29) { text in
             var j = 0
-            /// `v` in `width` decimal digits, then `separator`.
-            func put(_ v: Int, _ width: Int, _ separator: Unicode.Scalar) {
+            /// `v` in `width` decimal digits, then `separator` (none when nil).
+            func put(_ v: Int, _ width: Int, _ separator: Unicode.Scalar?) {
                 var v = v
                 for k in stride(from: width - 1, through: 0, by: -1) {
                     text[j + k] = UInt8(48 + v % 10)
                     v /= 10
                 }
-                text[j + width] = UInt8(ascii: separator)
-                j += width + 1
+                j += width
+                if let separator {
+                    text[j] = UInt8(ascii: separator)
+                    j += 1
+                }
             }
             put(year, 4, "-")
             put(month, 2, "-")
             put(day, 2, "T")
             put(s / 3600, 2, ":")
             put(s / 60 % 60, 2, ":")
-            put(s % 60, 2, ".")
-            put(ms, 3, "Z")
-            out.append(contentsOf: text)
+            let fraction = alwaysMilliseconds || ms != 0
+            put(s % 60, 2, fraction ? "." : nil)
+            if fraction { put(ms, 3, nil) }
+            if let offset {
+                let minutes = abs(offset) / 60
+                text[j] = UInt8(ascii: offset < 0 ? "-" : "+")
+                j += 1
+                put(minutes / 60, 2, ":")
+                put(minutes % 60, 2, nil)
+            } else {
+                text[j] = UInt8(ascii: "Z")
+                j += 1
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: text[0..<j]))
         }
     }
 

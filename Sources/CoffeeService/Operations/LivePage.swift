@@ -29,51 +29,59 @@ enum LivePage {
             """
     }.joined(separator: "\n")
 
-    static let html = """
+    /// The head every page of the service shares: its title, the icon, the
+    /// style, and `extra` (a script).
+    static func head(title: String, extra: String = "") -> String {
+        """
         <!doctype html>
         <html lang="en">
         <head>
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>Coffee Tracker</title>
+        <title>\(title)</title>
         <link rel="icon" href="/favicon.svg" type="image/svg+xml">
         <link rel="stylesheet" href="/app.css">
-        <script src="/app.js" defer></script>
-        </head>
-        <body>
-        <main>
-          <header>
-            <h1>Coffee Tracker</h1>
-            <p class="status"><a href="/history">History</a> · <span id="status">connecting…</span></p>
-          </header>
-          <section class="figures" aria-live="polite">
-            <div class="figure"><span id="mg" class="value">–</span><span class="label">mg caffeine now</span></div>
-            <div class="figure"><span id="level" class="value level">–</span><span class="label">level</span></div>
-            <div class="figure"><span id="cups" class="value">–</span><span class="label">cups today</span></div>
-            <div class="figure"><span id="drinks" class="value">–</span><span class="label">drinks today</span></div>
-          </section>
-          <figure>
-            <img id="curve" src="/model.svg" alt="Caffeine from 12 hours ago to 24 hours ahead" width="960" height="440">
-          </figure>
-          <section class="log" aria-labelledby="log-title">
-            <h2 id="log-title">Log a drink</h2>
-            <div id="drink-buttons" class="drinks">
-        \(drinkButtons)
-            </div>
-            <p class="actions"><button type="button" id="undo" disabled>Undo</button>
-            <span id="message" class="message" role="status" aria-live="polite"></span></p>
-          </section>
-          <section class="recent" aria-labelledby="recent-title">
-            <h2 id="recent-title">Last 24 hours</h2>
-            <ol id="recent" class="recent-list"></ol>
-            <p id="recent-empty" class="muted">No drinks in the last 24 hours.</p>
-          </section>
-          <footer>anchor <span id="anchor">–</span> · updated <span id="at">–</span></footer>
-        </main>
-        </body>
-        </html>
-
+        \(extra)</head>
         """
+    }
+
+    static let html =
+        head(title: "Coffee Tracker", extra: "<script src=\"/app.js\" defer></script>\n") + """
+
+            <body>
+            <main>
+              <header>
+                <h1>Coffee Tracker</h1>
+                <p class="status"><a href="/history">History</a> · <span id="status">connecting…</span></p>
+              </header>
+              <section class="figures" aria-live="polite">
+                <div class="figure"><span id="mg" class="value">–</span><span class="label">mg caffeine now</span></div>
+                <div class="figure"><span id="level" class="value level">–</span><span class="label">level</span></div>
+                <div class="figure"><span id="cups" class="value">–</span><span class="label">cups today</span></div>
+                <div class="figure"><span id="drinks" class="value">–</span><span class="label">drinks today</span></div>
+              </section>
+              <figure>
+                <img id="curve" src="/model.svg" alt="Caffeine from 12 hours ago to 24 hours ahead" width="960" height="440">
+              </figure>
+              <section class="log" aria-labelledby="log-title">
+                <h2 id="log-title">Log a drink</h2>
+                <div id="drink-buttons" class="drinks">
+            \(drinkButtons)
+                </div>
+                <p class="actions"><button type="button" id="undo" disabled>Undo</button>
+                <span id="message" class="message" role="status" aria-live="polite"></span></p>
+              </section>
+              <section class="recent" aria-labelledby="recent-title">
+                <h2 id="recent-title">Last 24 hours</h2>
+                <ol id="recent" class="recent-list"></ol>
+                <p id="recent-empty" class="muted">No drinks in the last 24 hours.</p>
+              </section>
+              <footer>anchor <span id="anchor">–</span> · updated <span id="at">–</span></footer>
+            </main>
+            </body>
+            </html>
+
+            """
 
     /// A cup, in the level's green.
     static let icon = """

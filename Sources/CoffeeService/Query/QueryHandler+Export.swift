@@ -5,7 +5,8 @@ import HealthStore
 /// `GET /api/v1/export.csv` (docs/protocol.md §15): every live drink.
 extension QueryHandler {
     /// Read a year at a time (a range of the index by date), so that a
-    /// large store is never held as drinks all at once.
+    /// large store is never held as drinks all at once; the text is (an
+    /// `HTTPResponse` streams only events), about 80 bytes a drink.
     func exportCSV() async throws -> String {
         let calendar = HistoryCalendar(timeZone: settings.timeZone)
         var csv = DrinkCSV.header
