@@ -170,6 +170,20 @@ def history_matches_an_independent_computation(service):
     check(months, group(days, lambda day: day.month))
     assert [stamp(m["start"]).utcoffset() for m in months[2:4]] == [timedelta(hours=1), timedelta(hours=2)]
 
+    # The command line's table and the Python client ask the same.
+    cli = service.run_cli("history", "--from", "2025-03-29", "--to", "2025-04-01")
+    assert cli.returncode == 0, cli.stderr
+    lines = cli.stdout.strip().splitlines()
+    assert lines[0].split()[:3] == ["day", "mg", "cups"] and lines[-1].startswith("4 days in Europe/Berlin")
+    assert lines[2].startswith("2025-03-30 (23 h)") and lines[1].startswith("2025-03-29 ")
+    for line, bucket in zip(lines[1:5], got[87:91]):
+        assert line.split()[0] == bucket["start"][:10] and f" {bucket['drinks']} " in line
+        assert float(line[18:].split()[0]) == round(bucket["mg"]), (line, bucket)
+    from coffee_tracker import Client
+    client = Client(config=str(service.config_path), timeout=30)
+    assert client.history("2025-01-01", "2025-12-31", "month")["buckets"] == \
+        service.request({"op": "history", "from": "2025-01-01", "to": "2025-12-31", "by": "month"})["buckets"]
+
     # The same over HTTP, and the refusals name their field.
     status, _, over_http = call(service, "GET", "/api/v1/history?from=2025-03-01&to=2025-03-31&by=day")
     assert status == 200 and over_http["buckets"] == got[59:90]
