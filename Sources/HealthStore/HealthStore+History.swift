@@ -17,8 +17,9 @@ public struct Intake: Sendable, Hashable {
 /// History: sums over date ranges, in the store.
 extension HealthStore {
     /// Per range, the mg and number of live drinks dated from its start up
-    /// to (not including) its end: one query each, a range of the index of
-    /// live drinks by date (`live_by_date`), on SQLite and PostgreSQL alike.
+    /// to (not including) its end: a range of the index of live drinks by
+    /// date (`live_by_date`) each, on SQLite and PostgreSQL alike
+    /// (`Statements.intake(ranges:)`).
     /// The date and mg of the live drinks dated in `range`, oldest first:
     /// history's curve, read from the index alone.
     public func doses(datedIn range: ClosedRange<Date>) throws -> [HistoryCurve.Dose] {
@@ -33,13 +34,12 @@ extension HealthStore {
 
     public func intake(in ranges: [DateInterval]) throws -> [Intake] {
         guard isOpen else { throw StoreError.closed }
-        return try reading {
-            try ranges.map { range in
-                let sum = try statements.intake(
-                    from: Int64((range.start.timeIntervalSince1970 * 1000).rounded(.up)),
-                    to: Int64((range.end.timeIntervalSince1970 * 1000).rounded(.up)))
-                return Intake(mg: sum.mg, drinks: sum.count)
-            }
+        let bounds = ranges.map { range in
+            (
+                from: Int64((range.start.timeIntervalSince1970 * 1000).rounded(.up)),
+                to: Int64((range.end.timeIntervalSince1970 * 1000).rounded(.up))
+            )
         }
+        return try reading { try statements.intake(ranges: bounds).map { Intake(mg: $0.mg, drinks: $0.count) } }
     }
 }
