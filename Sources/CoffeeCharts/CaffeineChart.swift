@@ -17,7 +17,7 @@ public struct CaffeineChart: Sendable {
     public static let before: TimeInterval = 12 * 3600
     public static let after: TimeInterval = 24 * 3600
 
-    public init(model: CaffeineModel, sleepThresholdMg: Double = 50) {
+    public init(model: CaffeineModel, sleepThresholdMg: Double = PersonSettings.defaultSleepThresholdMg) {
         self.model = model
         self.sleepThresholdMg = sleepThresholdMg
     }

@@ -101,17 +101,6 @@ public struct HistoryCalendar: Sendable {
         return localTime(date, offset: timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: wholeSeconds)))
     }
 
-    /// `localTime` of each of `dates`, in ascending order: the zone's offset
-    /// is looked up again only past its next change.
-    public func localTimes(_ dates: [Date]) -> [String] {
-        var writer = LocalTimes(self)
-        return dates.map { date in
-            var out: [UInt8] = []
-            writer.write(date, into: &out)
-            return String(decoding: out, as: UTF8.self)
-        }
-    }
-
     /// Writes local times of dates that come in ascending order, keeping
     /// the zone's offset until its next change.
     public struct LocalTimes {

@@ -106,8 +106,4 @@ public struct HistoryCurve: Sendable {
         return measures
     }
 
-    /// `measure` of whole drinks.
-    public func measure(_ buckets: [DateInterval], drinks: [Drink]) -> [Measure] {
-        measure(buckets, doses: drinks.map { Dose(date: $0.date, mg: $0.mgCaffeine) })
-    }
 }

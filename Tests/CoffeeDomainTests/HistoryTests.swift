@@ -82,7 +82,13 @@ struct HistoryTests {
                 days.count == expected.count && differs == nil,
                 "\(zone): \(days.count) against \(expected.count) days, first difference at \(difference)")
             let starts = days.map(\.start)
-            #expect(history.localTimes(starts) == starts.map { history.localTime($0) }, "\(zone)")
+            var times = HistoryCalendar.LocalTimes(history)
+            let written = starts.map { date in
+                var out: [UInt8] = []
+                times.write(date, into: &out)
+                return String(decoding: out, as: UTF8.self)
+            }
+            #expect(written == starts.map { history.localTime($0) }, "\(zone)")
         }
     }
 
@@ -104,7 +110,8 @@ struct HistoryTests {
             Drink(uuid: UUID(), mgCaffeine: mg, date: start + hours * 3600)
         }
         let days = try #require(berlin.buckets(.day, from: start, to: start + 30 * 3600, limit: 5))
-        let measures = HistoryCurve(model: model, thresholdMg: 50).measure(days, drinks: drinks)
+        let doses = drinks.map { HistoryCurve.Dose(date: $0.date, mg: $0.mgCaffeine) }
+        let measures = HistoryCurve(model: model, thresholdMg: 50).measure(days, doses: doses)
         #expect(days.count == 2 && days[0].duration == 25 * 3600)
         for (day, measure) in zip(days, measures) {
             var over = 0.0

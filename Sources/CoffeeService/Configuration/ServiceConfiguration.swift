@@ -75,7 +75,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         public var halfLifeHours = CaffeineModel().halfLifeHours
         public var timeZone = TimeZone.current.identifier
         /// The picture's "under this by" line (docs/protocol.md §10).
-        public var sleepThresholdMg = CaffeineChart(model: CaffeineModel()).sleepThresholdMg
+        public var sleepThresholdMg = PersonSettings.defaultSleepThresholdMg
         /// The most a person means to take in a day: history's days over it (docs/protocol.md §15).
         public var dailyLimitMg = PersonSettings.defaultDailyLimitMg
     }

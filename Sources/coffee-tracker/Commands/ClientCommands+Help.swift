@@ -1,0 +1,90 @@
+import CoffeeDomain
+
+/// Each client command's `--help`, and the options they share.
+extension ClientCommands {
+    static let common = """
+          --config FILE      find the service through this configuration
+          --query ENDPOINT   the query endpoint (default: from the configuration)
+          --timeout SECONDS  how long to wait for an answer (default 5; 0 waits for ever)
+          --key FILE         this client's secret certificate (NAME.key_secret), when
+                             the service runs with security.curve
+          --server-key KEY   the service's public key (default: endpoints.json
+                             through --config)
+          --json             print the raw JSON reply
+          -h, --help         show this help
+        """
+
+    static let help: [QueryOperation: String] = [
+        .ping: """
+        Usage: coffee-tracker ping
+
+        Prints the store's anchor: the service answers, and how far its store is.
+        """,
+        .add: """
+        Usage: coffee-tracker add (--type TYPE | --mg MG) [--date DATE] [--uuid UUID] [--version N] [--source TEXT]
+
+        Adds one drink and prints the anchor of its durable commit.
+          --type TYPE   \(DrinkType.allCases.map(\.rawValue).joined(separator: ", "))
+          --mg MG       caffeine in mg (overrides the type's serving size)
+          --date DATE   RFC 3339 date with a zone (default now)
+          --uuid UUID   identity (default a new one); re-adding the same UUID adds nothing
+        """,
+        .delete: """
+        Usage: coffee-tracker delete UUID [--version N]
+
+        Deletes a drink; prints whether it was live.
+        """,
+        .changes: """
+        Usage: coffee-tracker changes [--since N] [--limit N]
+
+        Lists changes after anchor N (default: every live drink), one per line:
+        "+ UUID MG DATE" for a drink, "- UUID vVERSION" for a deletion. Pages
+        through everything and prints the anchor to continue from.
+        """,
+        .model: """
+        Usage: coffee-tracker model [--at DATE] [--svg FILE]
+
+        Shows caffeine in the body, its level, cups today and the anchor.
+          --svg FILE    draws the caffeine curve instead, 12 h back to 24 h ahead,
+                        as an SVG picture into FILE (- for standard output): the
+                        level bands, each drink, "now", and when caffeine falls
+                        under model.sleepThresholdMg (from --config, default 50)
+        """,
+        .backup: """
+        Usage: coffee-tracker backup NAME
+
+        Asks the running service for a consistent copy of its store, as of one
+        anchor, written to NAME in store.backupDirectory (default
+        <dataDirectory>/backups) and fsynced before it answers; prints the
+        file, its anchor and its size. NAME is a plain file name (no /, not
+        starting with a dot); an existing backup is never replaced. The service
+        goes on taking drinks meanwhile. Put a copy back with
+        `coffee-tracker restore FILE --config CONFIG`, the service stopped.
+        Needs the write role under security.curve.
+        """,
+        .drinks: """
+        Usage: coffee-tracker drinks [--from DATE] [--to DATE]
+
+        Lists the live drinks dated from --from to --to (default: the 24 hours
+        up to now; at most 366 days), oldest first, one per line: "DATE MG mg
+        TYPE UUID vVERSION". Correct one by adding it again with its UUID and
+        a higher --version.
+        """,
+        .history: """
+        Usage: coffee-tracker history [--from DAY] [--to DAY] [--by day|week|month]
+
+        Prints the person's history, a row a bucket of their calendar
+        (model.timeZone; weeks from Monday): the mg taken in, cups (96 mg
+        each), drinks, the peak level and the hours over the sleep threshold,
+        and "over" where a day passed the daily limit (model.dailyLimitMg).
+        DAY is a date (2025-03-31) or an RFC 3339 time; default: the 30 days
+        up to now, by day.
+        """,
+        .stats: """
+        Usage: coffee-tracker status
+
+        Shows the service's counters: received, stored, duplicates, rejected,
+        files, subscribers, uptime and store size.
+        """,
+    ]
+}
