@@ -27,9 +27,18 @@ public struct DrinkValidator: Sendable {
 
     public static let maxSourceBytes = 128
     public var limits: Limits
+    /// The person's catalogue (§15): which names a drink's `type` may take,
+    /// and the serving a drink given by its type alone takes. Nil: §1's types.
+    public var settings: LiveSettings?
 
-    public init(limits: Limits = Limits()) {
+    public init(limits: Limits = Limits(), settings: LiveSettings? = nil) {
         self.limits = limits
+        self.settings = settings
+    }
+
+    /// The catalogue's entry of `type`.
+    private func entry(_ type: DrinkType) -> DrinkCatalogue.Entry? {
+        settings?.entry(type) ?? DrinkCatalogue.standard.entry(type)
     }
 
     /// A valid drink from `input`, or the first rule it breaks.
@@ -49,11 +58,14 @@ public struct DrinkValidator: Sendable {
         case .wrongType(let expected): throw ValidationError(field: "type", rule: "must be \(expected)")
         case .value(let name):
             guard let t = DrinkType(rawValue: name) else {
-                throw ValidationError(
-                    field: "type",
-                    rule: "must be one of \(DrinkType.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(name)\"")
+                throw ValidationError(field: "type", rule: "must be \(DrinkType.nameRule), got \"\(name.prefix(80))\"")
             }
             type = t
+        }
+        // §1's types are always in the catalogue; another name must be there too.
+        if let type, !type.isBuiltIn, entry(type) == nil {
+            throw ValidationError(
+                field: "type", rule: "must be a drink of the catalogue (GET /api/v1/catalogue), got \"\(type.rawValue)\"")
         }
 
         let mg: Double
@@ -62,7 +74,11 @@ public struct DrinkValidator: Sendable {
             guard let type else {
                 throw ValidationError(field: "mgCaffeine", rule: "is required unless type is given")
             }
-            mg = type.mgCaffeinePerServing
+            guard let serving = entry(type), !serving.retired else {
+                throw ValidationError(
+                    field: "type", rule: "\(type.rawValue) is retired from the catalogue: give mgCaffeine to log one")
+            }
+            mg = serving.mgCaffeine
         case .wrongType(let expected): throw ValidationError(field: "mgCaffeine", rule: "must be \(expected)")
         case .value(let v):
             guard v.isFinite else { throw ValidationError(field: "mgCaffeine", rule: "must be finite") }

@@ -10,17 +10,24 @@ public enum QueryOperation: String, CaseIterable, Sendable {
     case drinks
     /// The person's days, weeks or months (§15).
     case history
+    /// The person's settings (§15), and changing them (the `admin` role).
+    case settings, putSettings
+    /// The person's drinks catalogue (§15), and adding or changing an entry.
+    case catalogue, putCatalogue
 
     /// It changes the store (or writes a file): the `write` role.
     public var writes: Bool {
         switch self {
-        case .add, .delete, .backup: true
-        case .ping, .changes, .model, .stats, .drinks, .history: false
+        case .add, .delete, .backup, .putCatalogue, .putSettings: true
+        case .ping, .changes, .model, .stats, .drinks, .history, .settings, .catalogue: false
         }
     }
 
+    /// It changes what the person goes by: the `admin` role, not `write`.
+    public var administers: Bool { self == .putSettings }
+
     /// A standby (§11) answers it `read_only`: its store follows its primary's.
-    public var refusedOnStandby: Bool { self == .add || self == .delete }
+    public var refusedOnStandby: Bool { [.add, .delete, .putSettings, .putCatalogue].contains(self) }
 
     /// Its routes under `/api/v1` (§12); none for `backup`, which is the operator's.
     public var routes: [APIRoute] {
@@ -32,12 +39,16 @@ public enum QueryOperation: String, CaseIterable, Sendable {
         case .add: [APIRoute("POST", "drinks")]
         case .drinks: [APIRoute("GET", "drinks")]
         case .history: [APIRoute("GET", "history")]
+        case .settings: [APIRoute("GET", "settings")]
+        case .putSettings: [APIRoute("PUT", "settings")]
+        case .catalogue: [APIRoute("GET", "catalogue")]
+        case .putCatalogue: [APIRoute("PUT", "catalogue/{name}")]
         case .delete: [APIRoute("DELETE", "drinks/{uuid}"), APIRoute("POST", "deletions")]
         case .backup: []
         }
     }
 
-    /// "ping, changes, model, add, delete, stats, backup, drinks or history".
+    /// "ping, changes, …, catalogue or putCatalogue".
     public static var names: String {
         let all = allCases.map(\.rawValue)
         return all.dropLast().joined(separator: ", ") + " or " + all.last!
@@ -45,7 +56,7 @@ public enum QueryOperation: String, CaseIterable, Sendable {
 }
 
 /// One route of the JSON API: a method and a path under `/api/v1/`, where
-/// `{uuid}` stands for a path segment.
+/// `{uuid}` or `{name}` stands for a path segment.
 public struct APIRoute: Sendable, Equatable {
     public var method: String
     public var path: String

@@ -17,7 +17,7 @@ extension WireFormat {
             uuid: uuid, mgCaffeine: try value.member("mgCaffeine").number(), date: try value.member("date").date(),
             version: try value.optionalMember("version")?.integer() ?? 1)
         if let type = try value.optionalMember("type")?.text() {
-            guard let known = DrinkType(rawValue: type) else { throw DecodingError("unknown drink type \"\(type)\"") }
+            guard let known = DrinkType(rawValue: type) else { throw DecodingError("not a drink type's name: \"\(type)\"") }
             drink.type = known
         }
         drink.source = try value.optionalMember("source")?.text()

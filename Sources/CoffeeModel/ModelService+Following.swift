@@ -40,11 +40,13 @@ extension ModelService {
         try await rebuild()
     }
 
-    /// Rebuilds the model from the store's window of recent drinks.
+    /// Rebuilds the model from the store's window of recent drinks, with
+    /// the person's settings as they are now.
     func rebuild() async throws {
         let since = wallClock.now() - CaffeineModel.retention
         let identity = store.identity  // read before the window: a change after it rebuilds again
         let (drinks, anchor) = try await store.window(datedFrom: since)
+        state = ModelState(caffeine: caffeine, clock: wallClock)
         state.reset(drinks: drinks, anchor: anchor, completeSince: since, identity: identity)
         cacheBehind = true
         logger.info("model rebuilt from the store", metadata: ["anchor": "\(anchor)", "drinks": "\(drinks.count)"])
@@ -88,6 +90,12 @@ extension ModelService {
             case .applied, .alreadyHeld: break
             case .tooLarge: try await rebuild()
             case .gap: try await loadNewData()
+            }
+            // The person changed the half-life or the time zone: every sum the
+            // model holds was made with the old ones.
+            if state.caffeine != caffeine {
+                logger.info("the person's settings changed; rebuilding the model with them")
+                try await rebuild()
             }
         } catch {
             logger.error("could not catch up with the store", metadata: ["error": "\(error)"])

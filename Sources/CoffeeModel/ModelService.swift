@@ -42,8 +42,12 @@ public actor ModelService: Service {
     }
 
     public nonisolated let name = "model"
-    /// The caffeine model's settings, for readers that compute beyond the held window.
-    public nonisolated let caffeine: CaffeineModel
+    /// The person's settings (docs/protocol.md §15): the half-life and the
+    /// time zone the model goes by. A commit that changes them (`arrive`)
+    /// updates them here, and the next round rebuilds the model with them.
+    public nonisolated let settings: LiveSettings
+    /// The caffeine model's settings now, for readers that compute beyond the held window.
+    public nonisolated var caffeine: CaffeineModel { settings.person.model }
     let store: HealthStore
     let cache: ModelCache?
     let wallClock: any WallClock
@@ -65,17 +69,17 @@ public actor ModelService: Service {
     /// - Parameter publish: called with the model after each round; it must
     ///   only queue (the broadcaster's `publish`).
     public init(
-        store: HealthStore, cache: ModelCache?, caffeine: CaffeineModel, clock: any WallClock,
+        store: HealthStore, cache: ModelCache?, settings: LiveSettings, clock: any WallClock,
         configuration: Configuration = .init(), logger: Logger, publish: @escaping @Sendable (ModelSnapshot) -> Void
     ) {
         self.store = store
         self.cache = cache
-        self.caffeine = caffeine
+        self.settings = settings
         self.wallClock = clock
         self.configuration = configuration
         self.logger = logger
         self.publish = publish
-        state = ModelState(caffeine: caffeine, clock: clock)
+        state = ModelState(caffeine: settings.person.model, clock: clock)
         (arrivals, doorbell) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -130,8 +134,11 @@ public actor ModelService: Service {
     /// Queues a commit for the model: a `HealthStore.CommitObserver`, run
     /// on the store's thread, so it only appends and rings. A round that is
     /// waiting wakes; one that is pausing finds it later, with whatever else
-    /// arrived meanwhile.
+    /// arrived meanwhile. A commit of the settings updates them at once,
+    /// before its reply, so that whoever reads them after the reply reads
+    /// the new ones; the round rebuilds the model with them (`catchUp`).
     public nonisolated func arrive(_ batch: CommittedBatch) {
+        if let changed = batch.settings { settings.update(stored: changed.values, anchor: changed.anchor) }
         arrived.withLock { $0.append(batch) }
         doorbell.yield()
     }

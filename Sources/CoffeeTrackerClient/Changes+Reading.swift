@@ -88,7 +88,7 @@ private struct WireChange: JSONObjectInput {
             if date == nil { problem = "not an RFC 3339 date: \"\(String(decoding: text, as: UTF8.self))\"" }
         } else if key == "type" {
             type = DrinkType(name: text)
-            if type == nil { problem = "unknown drink type \"\(String(decoding: text, as: UTF8.self))\"" }
+            if type == nil { problem = "not a drink type's name: \"\(String(decoding: text, as: UTF8.self))\"" }
         } else {
             return false
         }
@@ -116,7 +116,7 @@ private struct WireChange: JSONObjectInput {
             } else if key == "type", !value.isNull {
                 let text = try value.text()
                 type = DrinkType(rawValue: text)
-                if type == nil { problem = "unknown drink type \"\(text)\"" }
+                if type == nil { problem = "not a drink type's name: \"\(text)\"" }
             }
         } catch {
             problem = "\(String(decoding: key.bytes, as: UTF8.self)): \(error)"

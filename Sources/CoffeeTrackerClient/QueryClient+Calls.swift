@@ -93,6 +93,22 @@ extension QueryClient {
         }
     }
 
+    /// The person's settings the service goes by (docs/protocol.md §15).
+    public func settings() throws -> PersonSettings {
+        let reply = try reply(.object([("op", .string(QueryOperation.settings.rawValue))]))
+        return try decoded {
+            let values = try reply.member("settings")
+            let zone = try values.member("timeZone").text()
+            guard let timeZone = TimeZone(identifier: zone) else {
+                throw WireFormat.DecodingError("unknown time zone \"\(zone)\"")
+            }
+            return PersonSettings(
+                model: CaffeineModel(halfLifeHours: try values.member("halfLifeHours").number(), timeZone: timeZone),
+                sleepThresholdMg: try values.member("sleepThresholdMg").number(),
+                dailyLimitMg: try values.member("dailyLimitMg").number())
+        }
+    }
+
     /// How every success the service writes begins.
     static let success = Data(#"{"ok":true,"#.utf8)
 

@@ -99,10 +99,20 @@ extension HealthStore {
                 progress(result.drinks + result.tombstones, total)
                 if rows < migrationPage { break }
             }
+            for row in try HealthStore.readSettingsRows(file) {
+                try into.putSetting(scope: row.scope, name: row.name, value: row.value, anchor: row.anchor)
+            }
             try into.setMeta("anchor", anchor)
             try into.setMeta("purged_anchor", purged)
             try StoreIdentityRecord.write(identity, standby: false, to: db)
         }
         return result
+    }
+
+    /// A file's settings rows, read apart from any store (`migrate`).
+    static func readSettingsRows(_ file: Database) throws -> [(scope: String, name: String, value: String, anchor: Int64)] {
+        let statements = try Statements(file)
+        defer { statements.finalize() }
+        return try statements.settingsRows()
     }
 }

@@ -109,6 +109,8 @@ struct CommitChanges {
     var anchors: [Int64]?
     /// Everything held was replaced (`CommittedBatch.replacesAll`).
     var replacesAll = false
+    /// The settings after the commit, when it wrote them (`CommittedBatch.settings`).
+    var settings: StoredSettings?
 
     /// Room for `count` more changes, so that a large commit's log does not
     /// grow by copies. Once per commit: reserving little by little would
@@ -137,8 +139,10 @@ struct CommitChanges {
     }
 
     func committed(previousAnchor: Int64, anchor: Int64) -> CommittedBatch {
-        CommittedBatch(
+        var batch = CommittedBatch(
             anchor: anchor, previousAnchor: previousAnchor, log: log, isComplete: isComplete, arrived: arrived,
             replacesRecords: replacesRecords, anchors: anchors, replacesAll: replacesAll)
+        batch.settings = settings
+        return batch
     }
 }

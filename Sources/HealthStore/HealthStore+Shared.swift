@@ -35,6 +35,7 @@ extension HealthStore {
                 anchor: last, previousAnchor: announcedAnchor, log: page.map(\.change), replacesRecords: false,
                 anchors: page.map(\.anchor))
             batch.identity = identity
+            batch.settings = settingsChanged(through: last)
             for observer in observers { observer(batch) }
             announcedAnchor = last
             currentAnchor = max(currentAnchor, last)

@@ -99,6 +99,8 @@ public actor HealthStore {
         var upgraded: Bool
     }
     var commits: Int64 = 0
+    /// The settings the store keeps (`StoredSettings`), for any thread.
+    nonisolated let settingsNow: Mutex<StoredSettings>
 
     /// A batch waiting for its commit, and who to tell.
     struct Waiter: Sendable {
@@ -164,6 +166,7 @@ public actor HealthStore {
         let identity = try StoreIdentityRecord.open(
             opened.connection, asStandby: configuration.standby, anchor: opened.anchor)
         identityNow = Mutex(IdentityNow(identity: identity.identity, upgraded: identity.upgraded))
+        settingsNow = Mutex(try Self.readSettings(opened.statements))
         if let event = identity.event {
             logger.notice(
                 "the store's identity: \(event)",
@@ -230,6 +233,9 @@ public actor HealthStore {
 
     /// The store's identity now: `store` and `epoch` (docs/protocol.md §13).
     public nonisolated var identity: StoreIdentity { identityNow.withLock { $0.identity } }
+
+    /// The settings the store keeps now (docs/protocol.md §15).
+    public nonisolated var settings: StoredSettings { settingsNow.withLock { $0 } }
 
     /// Whether the identity was made for a store that already held changes
     /// (by the first build that kept one): a standby's such store takes its

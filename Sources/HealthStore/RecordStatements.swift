@@ -42,6 +42,9 @@ protocol RecordStatements: AnyObject, Sendable {
     func replicate(_ change: CommittedBatch.Change, anchor: Int64, now: Int64) throws
     func purgeTombstones(through anchor: Int64) throws
     func deleteAllRecords() throws
+    func settingsRows() throws -> [(scope: String, name: String, value: String, anchor: Int64)]
+    func settingsAnchor() throws -> Int64
+    func putSetting(scope: String, name: String, value: String, anchor: Int64) throws
     func finalize()
     func closeConnection()
 }

@@ -7,8 +7,9 @@ import PostgreSQL
 /// commit of every service takes its anchors from, under its row lock;
 /// `schema` marks the tables as ours, with their version.
 enum SharedStoreSchema {
-    /// Version 2 adds the index of live drinks by date (SQLite's version 4).
-    static let currentVersion: Int64 = 2
+    /// Version 2 adds the index of live drinks by date (SQLite's version 4),
+    /// version 3 the settings' table (SQLite's version 5).
+    static let currentVersion: Int64 = 3
 
     static let schema = """
         CREATE TABLE meta(
@@ -29,13 +30,25 @@ enum SharedStoreSchema {
         );
         CREATE INDEX tombstones_by_time ON records(changed_ms) WHERE deleted = 1;
         \(liveByDate)
+        \(settingsTable)
+        """
+
+    static let settingsTable = """
+        CREATE TABLE settings(
+            scope  text NOT NULL,
+            name   text NOT NULL,
+            value  text NOT NULL,
+            anchor bigint NOT NULL,
+            PRIMARY KEY(scope, name)
+        );
         """
 
     static let liveByDate = "CREATE INDEX live_by_date ON records(date_ms, mg) WHERE deleted = 0;"
 
     /// Step n brings the tables from version n-1 to n, in the transaction that holds the advisory lock.
     static let migrations: [Int64: String] = [
-        2: liveByDate + " UPDATE meta SET value = 2 WHERE key = 'schema';"
+        2: liveByDate + " UPDATE meta SET value = 2 WHERE key = 'schema';",
+        3: settingsTable + " UPDATE meta SET value = 3 WHERE key = 'schema';",
     ]
 
     /// One key for every coffee-tracker's advisory lock: services starting

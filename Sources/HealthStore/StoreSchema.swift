@@ -7,7 +7,7 @@ import SQLite
 enum StoreSchema {
     /// "CofT" in ASCII.
     static let applicationID: Int64 = 0x436F_6654
-    static let currentVersion: Int64 = 4
+    static let currentVersion: Int64 = 5
 
     /// The current schema, for a new file.
     ///
@@ -25,6 +25,7 @@ enum StoreSchema {
     /// Version 4 brings it back: a person's history (docs/protocol.md §15)
     /// sums drinks by date over years, a range of that index per bucket,
     /// where a scan per bucket would read the table thousands of times.
+    /// Version 5 adds the person's settings and catalogue (`settingsTable`).
     static let schema = """
         CREATE TABLE meta(
             key   TEXT PRIMARY KEY,
@@ -34,6 +35,19 @@ enum StoreSchema {
         \(recordsTable)
         \(liveByDate)
         \(tombstonesByTime)
+        \(settingsTable)
+        """
+
+    /// The person's settings and catalogue (version 5; docs/protocol.md §15):
+    /// a row per name, with the anchor of the change that wrote it.
+    static let settingsTable = """
+        CREATE TABLE settings(
+            scope  TEXT NOT NULL,
+            name   TEXT NOT NULL,
+            value  TEXT NOT NULL,     -- JSON
+            anchor INTEGER NOT NULL,
+            PRIMARY KEY(scope, name)
+        ) WITHOUT ROWID;
         """
 
     /// Live drinks by date with their mg (version 4; version 2 had the date
@@ -100,6 +114,7 @@ enum StoreSchema {
         """,
         3: "DROP INDEX live_by_date;",
         4: liveByDate,
+        5: settingsTable,
     ]
 
     /// Creates or migrates the schema of `db` at `path`.

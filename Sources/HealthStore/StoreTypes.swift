@@ -160,6 +160,9 @@ public struct CommittedBatch: Sendable, Hashable {
     /// The store's identity after the commit (docs/protocol.md §13): what
     /// its announcement says. Nil where no store made it (a test's batch).
     public var identity: StoreIdentity?
+    /// The store's settings after the commit, when it changed them
+    /// (docs/protocol.md §15, `HealthStore.writeSettings`); nil otherwise.
+    public var settings: StoredSettings?
 
     public init(
         anchor: Int64, previousAnchor: Int64, log: [Change], isComplete: Bool = true,

@@ -21,6 +21,8 @@ struct CoffeeTrackerCLI {
         ("drinks", "list the live drinks of the last 24 hours (or --from, --to)"),
         ("history", "mg, cups, peak and hours over the sleep threshold by day, week or month"),
         ("export", "write every live drink as CSV (--csv) for a spreadsheet"),
+        ("settings", "show or change the person's half-life, sleep threshold, daily limit, time zone"),
+        ("catalogue", "list the person's drinks, or add, change, rename or retire one"),
         ("model", "show caffeine now, levels, cups today"),
         ("watch", "print live updates from the update endpoint"),
         ("import", "import exported files (.json, .jsonl, .plist, Health .xml/.zip) through the service"),
@@ -45,7 +47,7 @@ struct CoffeeTrackerCLI {
         Usage: coffee-tracker COMMAND [OPTIONS]
 
         Commands:
-        \(commands.map { "  " + $0.0.padding(toLength: 9, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n"))
+        \(commands.map { "  " + $0.0.padding(toLength: 10, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n"))
 
         Run `coffee-tracker COMMAND --help` for a command's options;
         `coffee-tracker --version` for the version.

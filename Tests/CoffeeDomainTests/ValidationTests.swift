@@ -49,7 +49,8 @@ struct ValidationTests {
         (#"{"uuid":"ID","mgCaffeine":5,"date":"2026-11-29T08:00:00"}"#, "date", "RFC 3339"),
         (#"{"uuid":"ID","mgCaffeine":5,"date":"2026-02-30T08:00:00Z"}"#, "date", "RFC 3339"),
         (#"{"uuid":"ID","mgCaffeine":5,"date":"2026-11-29T13:05:01Z"}"#, "date", "in the future"),
-        (#"{"uuid":"ID","type":"latte","date":"2026-11-29T08:00:00Z"}"#, "type", "must be one of"),
+        (#"{"uuid":"ID","type":"latte","date":"2026-11-29T08:00:00Z"}"#, "type", "must be a drink of the catalogue"),
+        (#"{"uuid":"ID","type":"oat latte","date":"2026-11-29T08:00:00Z"}"#, "type", "must be a letter, then"),
         (#"{"uuid":"ID","mgCaffeine":5,"date":"2026-11-29T08:00:00Z","version":0}"#, "version", "must be >= 1"),
         (#"{"uuid":"ID","mgCaffeine":5,"date":"2026-11-29T08:00:00Z","version":1.5}"#, "version", "must be an integer"),
         (

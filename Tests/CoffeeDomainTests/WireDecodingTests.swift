@@ -17,7 +17,7 @@ struct WireDecodingTests {
                 mgCaffeine: Double(rng.next() % 100_000) / 100 + 0.01,
                 date: Date(timeIntervalSince1970: 946_684_800 + Double(rng.next() % 1_000_000_000) / 1000 * 1000),
                 version: Int64(rng.next() % 9) + 1,
-                type: i % 3 == 0 ? DrinkType.allCases[Int(rng.next() % UInt64(DrinkType.allCases.count))] : nil,
+                type: i % 3 == 0 ? DrinkType.builtIn[Int(rng.next() % UInt64(DrinkType.builtIn.count))] : nil,
                 source: i % 2 == 0 ? "bus \(i) \"quoted\" ☕" : nil)
             #expect(try WireFormat.drink(roundTrip(WireFormat.json(drink))) == drink)
             // The byte writer the broadcaster uses reads back the same.
@@ -55,7 +55,7 @@ struct WireDecodingTests {
                     mgCaffeine: Double(rng.next() % 80_000) / 100,
                     date: Date(timeIntervalSince1970: 1_700_000_000 + Double(rng.next() % 90_000_000) / 1000),
                     version: Int64(rng.next() % 4) + 1,
-                    type: i % 3 == 0 ? DrinkType.allCases[Int(rng.next() % UInt64(DrinkType.allCases.count))] : nil,
+                    type: i % 3 == 0 ? DrinkType.builtIn[Int(rng.next() % UInt64(DrinkType.builtIn.count))] : nil,
                     source: i % 4 == 0 ? "phone \(round) \"☕\" \\ é" : nil)
             }
             let anchors = drinks.indices.map { Int64(round * 1000 + $0 * 3 + 1) }

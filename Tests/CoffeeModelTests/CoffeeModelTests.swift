@@ -36,7 +36,7 @@ struct Fixture {
         clock: any Clock<Duration> = ContinuousClock(), publish: @escaping @Sendable (Int64) -> Void = { _ in }
     ) -> ModelService {
         ModelService(
-            store: store, cache: cache, caffeine: Self.caffeine, clock: self.clock,
+            store: store, cache: cache, settings: LiveSettings(defaults: PersonSettings(model: Self.caffeine)), clock: self.clock,
             configuration: .init(roundInterval: interval, refreshInterval: .seconds(3600), clock: clock),
             logger: Self.logger, publish: { publish($0.anchor) })
     }

@@ -83,7 +83,8 @@ struct CommitOrderTests {
             store = try HealthStore(
                 configuration: .init(path: dir.appendingPathComponent("s.sqlite").path), logger: Logger(label: "test"))
             model = ModelService(
-                store: store, cache: nil, caffeine: CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!),
+                store: store, cache: nil,
+                settings: LiveSettings(defaults: PersonSettings(model: CaffeineModel(timeZone: TimeZone(identifier: "UTC")!))),
                 clock: SystemClock(), logger: Logger(label: "test"), publish: { _ in })
             try await model.start()  // loads, and follows the store's commits
             handler = QueryHandler(

@@ -83,21 +83,23 @@ struct SharedStoreTests {
     /// A commit that PostgreSQL holds at COMMIT (waiting for a synchronous
     /// standby that never comes: the tests' server names one) is neither
     /// replied to nor announced until COMMIT returns.
-    /// Tables of schema version 1 (no index by date) are brought to version
-    /// 2 by the first store that opens them: the index of live drinks by
-    /// date is made, the rows kept, history's sums answer.
-    @Test func versionOneTablesComeToVersionTwoWithTheIndexByDate() async throws {
+    /// Tables of schema version 1 (no index by date, no settings) are
+    /// brought to the current version by the first store that opens them:
+    /// the index of live drinks by date and the settings' table are made,
+    /// the rows kept, history's sums answer, settings are written.
+    @Test func versionOneTablesComeToTheCurrentVersion() async throws {
         let conninfo = TestDatabase.create()
         let first = try open(conninfo)
         _ = try await first.save([drink(mg: 96, at: 0), drink(mg: 64, at: 60)])
         await first.close()
         let db = try Connection(conninfo: conninfo)
-        _ = try db.execute("DROP INDEX live_by_date; UPDATE meta SET value = 1 WHERE key = 'schema'")
+        _ = try db.execute("DROP INDEX live_by_date; DROP TABLE settings; UPDATE meta SET value = 1 WHERE key = 'schema'")
         #expect(try db.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 'live_by_date'") == 0)
         let store = try open(conninfo)
         #expect(try db.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 'live_by_date'") == 1)
         #expect(try db.scalar("SELECT value FROM meta WHERE key = 'schema'") == SharedStoreSchema.currentVersion)
         #expect(try await store.intake(in: [DateInterval(start: t0, end: t0 + 3600)]) == [Intake(mg: 160, drinks: 2)])
+        #expect(try await store.writeSettings(scope: "person", [("dailyLimitMg", "300")]).anchor == 3)
         await store.close()
         db.close()
     }

@@ -276,13 +276,21 @@ def test_without_tokens_the_json_api_answers_this_machine(service):
     # The unknown op's error names every operation: one list, which the clients follow.
     reply = service.request({"op": "nothing"})
     listed = reply["error"]["message"].split("expected ", 1)[1].replace(" or ", ", ").split(", ")
-    assert listed == ["ping", "changes", "model", "add", "delete", "stats", "backup", "drinks", "history"]
-    # The Python client has a call for each, and the command line a command (stats is status).
+    assert listed == ["ping", "changes", "model", "add", "delete", "stats", "backup", "drinks", "history", "settings",
+                      "putSettings", "catalogue", "putCatalogue"]
+    # The Python client has a call for each, and the command line a command
+    # (stats is status; settings and catalogue with options put).
     from coffee_tracker import Client
     assert all(callable(getattr(Client, op, None)) for op in listed)
-    assert Client(config=service.config_path).backup("api.sqlite")["bytes"] > 0
+    client = Client(config=service.config_path)
+    assert client.backup("api.sqlite")["bytes"] > 0
+    assert client.putSettings(dailyLimitMg=300)["settings"]["dailyLimitMg"] == 300
+    assert client.settings()["defaults"]["dailyLimitMg"] == 400
+    assert any(d["name"] == "cortado" for d in client.putCatalogue("cortado", mgCaffeine=90)["drinks"])
+    assert client.catalogue()["anchor"] >= 2
+    commands = {"stats": "status", "putSettings": "settings", "putCatalogue": "catalogue"}
     for op in listed:
-        command = "status" if op == "stats" else op
+        command = commands.get(op, op)
         assert service.run_cli(command, "--help").returncode == 0, command
     ping = service.run_cli("ping")
-    assert ping.returncode == 0 and ping.stdout.strip() == "anchor 1"
+    assert ping.returncode == 0 and ping.stdout.strip() == "anchor 3"  # the drink, the settings, the catalogue

@@ -248,12 +248,14 @@ public struct ServiceConfiguration: Sendable, Equatable {
             maxMgCaffeine: limits.maxMgCaffeine, maxFutureSkew: limits.maxFutureSkewS, earliestDate: limits.earliestDate)
     }
 
-    /// What the person's tracker goes by (docs/protocol.md §15), from `model`.
+    /// What the person's tracker goes by (docs/protocol.md §15), from `model`:
+    /// the defaults, under what the person set in the store (`LiveSettings`).
     public var settings: PersonSettings {
-        PersonSettings(model: caffeineModel, sleepThresholdMg: model.sleepThresholdMg, dailyLimitMg: model.dailyLimitMg)
+        var settings = PersonSettings(
+            model: caffeineModel, sleepThresholdMg: model.sleepThresholdMg, dailyLimitMg: model.dailyLimitMg)
+        settings.timeZoneName = model.timeZone
+        return settings
     }
-
-    public var chart: CaffeineChart { CaffeineChart(model: caffeineModel, sleepThresholdMg: model.sleepThresholdMg) }
 
     public var caffeineModel: CaffeineModel {
         CaffeineModel(halfLifeHours: model.halfLifeHours, timeZone: TimeZone(identifier: model.timeZone) ?? .current)

@@ -20,7 +20,7 @@ struct APIRoutes: Sendable {
         /// The token role it needs (a route that is not one needs `read`, so that its 404 tells nothing to strangers).
         var role: TokenRole {
             switch self {
-            case .operation(let op, _): op.writes ? .write : .read
+            case .operation(let op, _): op.administers ? .admin : op.writes ? .write : .read
             case .healthAutoExport: .write
             case .exportCSV, .methodNotAllowed, .notFound: .read
             }
@@ -85,7 +85,11 @@ struct APIRoutes: Sendable {
     static func request(_ op: QueryOperation, segment: String?, _ request: HTTPRequest) throws(QueryError) -> JSONValue {
         var members: [(String, JSONValue)] = [("op", .string(op.rawValue))]
         switch op {
-        case .ping, .stats, .backup: break
+        case .ping, .stats, .backup, .settings, .catalogue: break
+        case .putSettings: members.append(("settings", try body(request)))
+        case .putCatalogue:
+            members.append(("name", .string(segment ?? "")))
+            members.append(("entry", try body(request)))
         case .model:
             if let at = request.query["at"] { members.append(("at", .string(at))) }
         case .drinks, .history:

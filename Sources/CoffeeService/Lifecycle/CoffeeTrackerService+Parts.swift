@@ -16,11 +16,14 @@ extension CoffeeTrackerService {
     func makeParts(_ security: SecuritySetup) throws -> Parts {
         let c = configuration
         let context = ZMQContext()
-        let validator = DrinkValidator(limits: c.drinkLimits)
         // Every part's logger comes from the service's (`Logger.part`), with what it says on every line.
         let cache = ModelCache(url: URL(fileURLWithPath: c.modelCachePath), logger: logger.part("model-cache"))
         let store = try HealthStore(configuration: c.storeConfiguration(clock: clock), logger: logger.part("store"))
         do {
+            // The configuration's defaults with what the person set, kept in the store (§15).
+            let stored = store.settings
+            let settings = LiveSettings(defaults: c.settings, stored: stored.values, anchor: stored.anchor)
+            let validator = DrinkValidator(limits: c.drinkLimits, settings: settings)
             let broadcaster = try Broadcaster(
                 configuration: c.broadcasterConfiguration(curve: security.server("updates")), context: context, store: store,
                 counters: counters, logger: logger.part("updates"))
@@ -29,7 +32,7 @@ extension CoffeeTrackerService {
             let partsBox = PartsBox()
             // Each model goes to the bus's subscribers and to the page's event streams.
             let model = ModelService(
-                store: store, cache: cache, caffeine: c.caffeineModel, clock: clock,
+                store: store, cache: cache, settings: settings, clock: clock,
                 configuration: c.modelServiceConfiguration, logger: logger.part("model"),
                 publish: { snapshot in
                     let body = Data(WireFormat.modelMessage(snapshot))
@@ -42,7 +45,7 @@ extension CoffeeTrackerService {
             let handler = QueryHandler(
                 store: store, model: model, validator: validator, counters: counters, clock: clock,
                 maxMessageBytes: c.limits.maxMessageBytes, registry: security.registry, backupDirectory: c.backupPath,
-                following: standby?.status, settings: c.settings, logger: logger.part("query"))
+                following: standby?.status, settings: settings, logger: logger.part("query"))
             let query = try QueryEndpoint(
                 configuration: c.queryConfiguration(curve: security.server("query")), context: context, handler: handler,
                 logger: logger.part("query"))
@@ -67,9 +70,7 @@ extension CoffeeTrackerService {
             let zap = try security.registry.map {
                 try ZAPHandler(context: context, registry: $0, counters: counters, logger: logger.part("security"))
             }
-            let pictures = ModelPictures(
-                store: store, model: model, chart: c.chart, clock: clock,
-                history: PersonHistory(store: store, settings: c.settings))
+            let pictures = ModelPictures(store: store, model: model, clock: clock, settings: settings)
             let gate = HTTPGate(
                 configuration: .init(
                     tokens: security.tokens, trustedProxies: Set(c.http.trustedProxies), tls: c.http.tls != nil,

@@ -123,7 +123,10 @@ extension LivePage {
           function describe(drink) {
             const named = Array.from(document.querySelectorAll("#drink-buttons .drink"))
               .find((b) => b.dataset.type === drink.type);
-            return named ? labelOf(named) : "Drink";
+            if (named) return labelOf(named);
+            if (!drink.type) return "Drink";
+            const words = drink.type.replace(/([A-Z])/g, " $1").toLowerCase();
+            return words.charAt(0).toUpperCase() + words.slice(1);
           }
 
           function row(drink) {

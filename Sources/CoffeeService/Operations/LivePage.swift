@@ -20,14 +20,16 @@ enum LivePage {
         return words.prefix(1).uppercased() + words.dropFirst()
     }
 
-    /// One button a drink type (§1's serving sizes).
-    static let drinkButtons = DrinkType.allCases.map { type in
-        let mg = Int(type.mgCaffeinePerServing)
-        return """
-                <button type="button" class="drink" data-type="\(type.rawValue)" data-mg="\(mg)">\
-            <span class="name">\(label(type))</span><span class="mg">\(mg) mg</span></button>
-            """
-    }.joined(separator: "\n")
+    /// One button a drink the catalogue offers (§15), with its serving.
+    static func drinkButtons(_ catalogue: DrinkCatalogue) -> String {
+        catalogue.offered.map { entry in
+            let mg = JSONValue.double(entry.mgCaffeine).serialized()
+            return """
+                    <button type="button" class="drink" data-type="\(entry.type.rawValue)" data-mg="\(mg)">\
+                <span class="name">\(label(entry.type))</span><span class="mg">\(mg) mg</span></button>
+                """
+        }.joined(separator: "\n")
+    }
 
     /// The head every page of the service shares: its title, the icon, the
     /// style, and `extra` (a script).
@@ -45,7 +47,14 @@ enum LivePage {
         """
     }
 
-    static let html =
+    /// The page, with the buttons of `catalogue`.
+    static func html(_ catalogue: DrinkCatalogue) -> String {
+        htmlTemplate.replacingOccurrences(of: buttonsMark, with: drinkButtons(catalogue))
+    }
+
+    private static let buttonsMark = "<!-- drink buttons -->"
+
+    private static let htmlTemplate =
         head(title: "Coffee Tracker", extra: "<script src=\"/app.js\" defer></script>\n") + """
 
             <body>
@@ -66,7 +75,7 @@ enum LivePage {
               <section class="log" aria-labelledby="log-title">
                 <h2 id="log-title">Log a drink</h2>
                 <div id="drink-buttons" class="drinks">
-            \(drinkButtons)
+            \(buttonsMark)
                 </div>
                 <p class="actions"><button type="button" id="undo" disabled>Undo</button>
                 <span id="message" class="message" role="status" aria-live="polite"></span></p>

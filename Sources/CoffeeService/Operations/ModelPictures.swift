@@ -12,10 +12,10 @@ import HealthStore
 struct ModelPictures: Sendable {
     let store: HealthStore
     let model: ModelService
-    let chart: CaffeineChart
     let clock: any WallClock
-    /// What the history page draws (docs/protocol.md §15).
-    let history: PersonHistory
+    /// The person's settings (§15): the curve's half-life and sleep
+    /// threshold, the history page's zone and limit, the page's buttons.
+    let settings: LiveSettings
 
     static let pageHeaders = ["Content-Security-Policy": LivePage.contentSecurityPolicy, "Cache-Control": "no-store"]
 
@@ -24,7 +24,8 @@ struct ModelPictures: Sendable {
         switch path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path {
         case "/", "/index.html":
             return HTTPResponse(
-                status: 200, contentType: "text/html; charset=utf-8", body: LivePage.html, headers: Self.pageHeaders)
+                status: 200, contentType: "text/html; charset=utf-8", body: LivePage.html(settings.catalogue),
+                headers: Self.pageHeaders)
         case "/app.js":
             return HTTPResponse(
                 status: 200, contentType: "text/javascript; charset=utf-8", body: LivePage.script, headers: Self.pageHeaders)
@@ -60,6 +61,8 @@ struct ModelPictures: Sendable {
             } else {
                 drinks = try await store.drinks(datedIn: window)
             }
+            let person = settings.person
+            let chart = CaffeineChart(model: person.model, sleepThresholdMg: person.sleepThresholdMg)
             return HTTPResponse(
                 status: 200, contentType: "image/svg+xml", body: chart.svg(drinks, now: now), headers: Self.pageHeaders)
         } catch {
@@ -70,6 +73,7 @@ struct ModelPictures: Sendable {
     /// The history page's picture: the days of the last `HistoryChart.heatWeeks` weeks up to today.
     func historySVG() async -> HTTPResponse {
         let now = clock.now()
+        let history = PersonHistory(store: store, settings: settings.person)
         let chart = HistoryChart(dailyLimitMg: history.settings.dailyLimitMg, calendar: history.calendar)
         do {
             let from = now - Double(HistoryChart.heatWeeks * 7) * 86_400

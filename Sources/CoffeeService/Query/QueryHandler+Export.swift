@@ -8,7 +8,7 @@ extension QueryHandler {
     /// large store is never held as drinks all at once; the text is (an
     /// `HTTPResponse` streams only events), about 80 bytes a drink.
     func exportCSV() async throws -> String {
-        let calendar = HistoryCalendar(timeZone: settings.timeZone)
+        let calendar = HistoryCalendar(timeZone: settings.person.timeZone)
         var csv = DrinkCSV.header
         // From 1970 (or an earlier limits.earliestDate): a limit raised since leaves older drinks stored.
         var start = min(validator.limits.earliestDate, Date(timeIntervalSince1970: 0))

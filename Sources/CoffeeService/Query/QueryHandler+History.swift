@@ -5,7 +5,7 @@ import HealthStore
 /// `history` (docs/protocol.md §15): the person's days, weeks or months.
 extension QueryHandler {
     func history(_ request: QueryRequest) async throws -> JSONValue {
-        let settings = self.settings
+        let settings = self.settings.person
         let calendar = HistoryCalendar(timeZone: settings.timeZone)
         let grain: HistoryGrain
         switch request.by {
@@ -27,7 +27,7 @@ extension QueryHandler {
                 field: "from")
         }
         return .object([
-            ("ok", true), ("by", .string(grain.rawValue)), ("timeZone", .string(settings.timeZone.identifier)),
+            ("ok", true), ("by", .string(grain.rawValue)), ("timeZone", .string(settings.timeZoneName)),
             ("halfLifeHours", .double(settings.model.halfLifeHours)),
             ("sleepThresholdMg", .double(settings.sleepThresholdMg)), ("dailyLimitMg", .double(settings.dailyLimitMg)),
             ("buckets", .encoded(Self.write(buckets, calendar))),

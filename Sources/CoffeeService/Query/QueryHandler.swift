@@ -24,8 +24,8 @@ public struct QueryHandler: Sendable {
     let backupDirectory: String?
     /// A standby's follower (docs/protocol.md §11): writes are refused, `stats` tells the lag.
     let following: FollowStatus?
-    /// The person's half-life, time zone, sleep threshold and daily limit (§15).
-    let settings: PersonSettings
+    /// The person's half-life, time zone, sleep threshold, daily limit and catalogue (§15), as they are now.
+    let settings: LiveSettings
 
     /// Who sent a request.
     public enum Caller: Sendable {
@@ -59,7 +59,7 @@ public struct QueryHandler: Sendable {
         store: HealthStore, model: ModelService, validator: DrinkValidator,
         counters: ServiceCounters, clock: any WallClock,
         maxMessageBytes: Int = IngestEndpoint.Configuration.defaultMaxMessageBytes, registry: ClientRegistry? = nil,
-        backupDirectory: String? = nil, following: FollowStatus? = nil, settings: PersonSettings = PersonSettings(),
+        backupDirectory: String? = nil, following: FollowStatus? = nil, settings: LiveSettings = LiveSettings(),
         logger: Logger
     ) {
         self.settings = settings
@@ -158,6 +158,10 @@ public struct QueryHandler: Sendable {
         case .backup: return try await backup(request)
         case .drinks: return try await drinks(request)
         case .history: return try await history(request)
+        case .settings: return settingsReply()
+        case .putSettings: return try await putSettings(value)
+        case .catalogue: return catalogueReply()
+        case .putCatalogue: return try await putCatalogue(value)
         }
     }
 
@@ -276,11 +280,12 @@ public struct QueryHandler: Sendable {
         ServiceCounters.bump(counters.duplicates, by: result.duplicates)
     }
 
-    /// Under CURVE, an op needs its role: `write` for add and delete, `read`
-    /// for the rest; a client whose key a reload removed has neither.
+    /// Under CURVE, an op needs its role: `admin` for the settings, `write`
+    /// for the other writes, `read` for the rest; a client whose key a
+    /// reload removed has none.
     private func authorize(_ op: QueryOperation, _ caller: Caller) throws {
         guard let registry, case .client(let name) = caller else { return }
-        let needed: Role = op.writes ? .write : .read
+        let needed: Role = op.administers ? .admin : op.writes ? .write : .read
         guard let client = registry.client(named: name) else {
             throw QueryError(.forbidden, "client \(name) is no longer admitted (its key was removed from the clients directory)")
         }

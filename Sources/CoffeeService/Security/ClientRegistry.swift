@@ -11,8 +11,10 @@ public enum Role: String, Sendable, CaseIterable, Comparable {
     case subscribe
     /// Query `ping`, `changes`, `model`, `stats`.
     case read
-    /// Query `add`, `delete`.
+    /// Query `add`, `delete`, `putCatalogue`.
     case write
+    /// Query `putSettings`: what the person's model goes by (§15).
+    case admin
 
     public static func < (a: Role, b: Role) -> Bool { a.rawValue < b.rawValue }
 }
@@ -91,7 +93,8 @@ public final class ClientRegistry: Sendable {
                 for word in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !word.isEmpty {
                     guard let role = Role(rawValue: word) else {
                         throw LoadError(
-                            description: "\(path): roles: unknown role \"\(word)\"; the roles are publish, subscribe, read, write"
+                            description:
+                                "\(path): roles: unknown role \"\(word)\"; the roles are publish, subscribe, read, write, admin"
                         )
                     }
                     parsed.insert(role)

@@ -8,8 +8,10 @@ import Syscall
 public enum TokenRole: String, Sendable, CaseIterable, Comparable {
     /// The model, changes, stats, the page, its picture and events.
     case read
-    /// Adds and deletions.
+    /// Adds and deletions, the catalogue's entries.
     case write
+    /// The person's settings (`PUT /api/v1/settings`, docs/protocol.md §15).
+    case admin
     /// `/metrics`.
     case metrics
 

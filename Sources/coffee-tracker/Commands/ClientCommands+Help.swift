@@ -24,8 +24,10 @@ extension ClientCommands {
         Usage: coffee-tracker add (--type TYPE | --mg MG) [--date DATE] [--uuid UUID] [--version N] [--source TEXT]
 
         Adds one drink and prints the anchor of its durable commit.
-          --type TYPE   \(DrinkType.allCases.map(\.rawValue).joined(separator: ", "))
-          --mg MG       caffeine in mg (overrides the type's serving size)
+          --type TYPE   a drink of the catalogue (`coffee-tracker catalogue`): by
+                        default \(DrinkType.builtIn.map(\.rawValue).joined(separator: ", "))
+          --mg MG       caffeine in mg (default: the catalogue's serving; needed
+                        for a retired drink)
           --date DATE   RFC 3339 date with a zone (default now)
           --uuid UUID   identity (default a new one); re-adding the same UUID adds nothing
         """,
@@ -79,6 +81,27 @@ extension ClientCommands {
         and "over" where a day passed the daily limit (model.dailyLimitMg).
         DAY is a date (2025-03-31) or an RFC 3339 time; default: the 30 days
         up to now, by day.
+        """,
+        .settings: """
+        Usage: coffee-tracker settings [--half-life HOURS] [--sleep-threshold MG]
+                                       [--daily-limit MG] [--time-zone NAME] [--reset NAMES]
+
+        Shows the person's settings, and what the configuration gives (model.*);
+        with options, changes them in the store (one change with an anchor of
+        its own; the model is rebuilt with them). --time-zone takes an IANA name
+        (Europe/Berlin); --reset takes a comma-separated list of settings to put
+        back to the configuration's (half-life,time-zone). Changing needs the
+        admin role under security.curve.
+        """,
+        .catalogue: """
+        Usage: coffee-tracker catalogue [NAME [--mg MG] [--retire | --restore] [--renamed-from OLD]]
+
+        Lists the drinks of the catalogue with their serving (mg) and whether
+        they are retired; with NAME, adds or changes that entry: --mg its
+        serving (needed for a new one), --retire hides it from the page and
+        from --type alone (past drinks keep it), --restore offers it again,
+        --renamed-from OLD makes NAME from OLD and retires OLD. A NAME is a
+        letter, then letters, digits, _ or -: flatWhite, cold-brew.
         """,
         .stats: """
         Usage: coffee-tracker status

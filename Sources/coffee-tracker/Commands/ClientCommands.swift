@@ -8,7 +8,11 @@ import Foundation
 enum ClientCommands {
     /// The operation a command name stands for.
     static func operation(_ command: String) -> QueryOperation? {
-        command == "status" ? .stats : command == "stats" ? nil : QueryOperation(rawValue: command)
+        switch command {
+        case "status": .stats
+        case "stats", "putSettings", "putCatalogue": nil  // `settings` and `catalogue` with options put
+        default: QueryOperation(rawValue: command)
+        }
     }
 
     /// The command name of an operation.
@@ -19,9 +23,10 @@ enum ClientCommands {
             words,
             valued: [
                 "config", "query", "timeout", "type", "mg", "date", "uuid", "version", "source", "since", "limit", "at", "key",
-                "server-key", "svg", "from", "to", "by",
+                "server-key", "svg", "from", "to", "by", "half-life", "sleep-threshold", "daily-limit", "time-zone", "reset",
+                "renamed-from",
             ],
-            switches: ["help", "json"])
+            switches: ["help", "json", "retire", "restore"])
         if args.has("help") {
             print(help[op]! + "\n\nOptions:\n" + common)
             return 0
@@ -122,7 +127,7 @@ enum ClientCommands {
                 }
             }
         case .model where args["svg"] != nil:
-            try drawModel(client, args, configuration)
+            try drawModel(client, args)
         case .backup:
             guard args.positional.count == 1 else { throw Arguments.UsageError(description: "backup needs exactly one NAME") }
             let reply = try request(
@@ -154,6 +159,8 @@ enum ClientCommands {
             for name in ["from", "to", "by"] { if let value = args[name] { historyRequest.append((name, .string(value))) } }
             let reply = try request(client, historyRequest, args)
             if !args.has("json") { print(table(history: reply)) }
+        case .settings, .putSettings: try settings(client, args)
+        case .catalogue, .putCatalogue: try catalogue(client, args)
         case .stats:
             let reply = try request(client, [("op", .string(QueryOperation.stats.rawValue))], args)
             if !args.has("json") {
@@ -182,6 +189,7 @@ enum ClientCommands {
             let lead =
                 switch code {
                 case "invalid_drink": "the service refused the \(what)"
+                case "bad_request" where what != "request": "the service refused the \(what)"
                 case "bad_request": "the service could not read the request"
                 case "forbidden": "not allowed"
                 case "unavailable": "the service cannot take it now"

@@ -43,7 +43,8 @@ enum ExportCommand {
         let curve = try ClientCurve.from(
             keyFile: args["key"], serverKey: args["server-key"], discovered: EndpointDiscovery.serverKey(configuration.location))
         let client = try QueryClient(endpoint: endpoint, timeout: timeout, curve: curve)
-        let calendar = HistoryCalendar(timeZone: configuration.settings.timeZone)
+        // The person's zone as the service has it (their settings, §15), not the configuration's default.
+        let calendar = HistoryCalendar(timeZone: try client.settings().timeZone)
         var out = DrinkCSV.header
         var start = min(configuration.limits.earliestDate, Date(timeIntervalSince1970: 0))
         let end = Date() + configuration.limits.maxFutureSkewS + 1

@@ -1,3 +1,4 @@
+import CoffeeService
 import Foundation
 import Syscall
 import ZeroMQ
@@ -28,7 +29,8 @@ enum KeygenCommand {
                           file name); drinks from this client get the source
                           "bus:CLIENT" or "query:CLIENT"
           --roles ROLES   comma-separated roles for a client certificate:
-                          publish, subscribe, read, write (default: all four)
+                          publish, subscribe, read, write, admin (default: all
+                          five; admin changes the person's settings)
           -h, --help      show this help
         """
 
@@ -48,7 +50,7 @@ enum KeygenCommand {
         }
         var metadata = ["name": args["name"] ?? (base as NSString).lastPathComponent]
         if let roles = args["roles"] {
-            let known = ["publish", "subscribe", "read", "write"]
+            let known = Role.allCases.map(\.rawValue)
             for role in roles.split(separator: ",") where !known.contains(String(role)) {
                 throw Arguments.UsageError(
                     description: "--roles: unknown role \"\(role)\"; the roles are \(known.joined(separator: ", "))")

@@ -7,7 +7,7 @@ import Foundation
 extension ClientCommands {
     /// `model --svg FILE`: the live drinks of the chart's 36 hours, read
     /// through `changes` from null, drawn as `GET /model.svg` draws them.
-    static func drawModel(_ client: QueryClient, _ args: Arguments, _ configuration: ServiceConfiguration) throws {
+    static func drawModel(_ client: QueryClient, _ args: Arguments) throws {
         let path = args["svg"]!
         var now = Date()
         if let at = args["at"] {
@@ -32,7 +32,9 @@ extension ClientCommands {
             anchor = .int((reply["anchor"] as? NSNumber)?.int64Value ?? 0)
             if (reply["hasMore"] as? Bool) != true { break }
         }
-        let svg = configuration.chart.svg(drinks, now: now)
+        // The half-life and the threshold as the service has them (the person's settings, §15).
+        let settings = try client.settings()
+        let svg = CaffeineChart(model: settings.model, sleepThresholdMg: settings.sleepThresholdMg).svg(drinks, now: now)
         if path == "-" {
             print(svg, terminator: "")
         } else {

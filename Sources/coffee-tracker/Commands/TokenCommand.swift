@@ -17,8 +17,10 @@ enum TokenCommand {
 
         Options:
           --roles ROLES   comma-separated: read (the model, changes, stats, the
-                          page), write (adds and deletions), metrics (/metrics);
-                          default: read
+                          page), write (adds, deletions, the drinks catalogue),
+                          admin (the person's settings: half-life, sleep
+                          threshold, daily limit, time zone), metrics
+                          (/metrics); default: read
           --link URL      also print the browser's login link for the service
                           at URL (https://coffee.example.org)
           --config FILE   the service's configuration (default:

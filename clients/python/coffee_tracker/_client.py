@@ -133,6 +133,27 @@ class Client:
             request["to"] = to
         return self.call(request)
 
+    def settings(self) -> Dict[str, Any]:
+        """The person's settings (§15): `settings` in force (halfLifeHours,
+        sleepThresholdMg, dailyLimitMg, timeZone), the configuration's
+        `defaults`, and the `anchor` of their last change."""
+        return self.call({"op": "settings"})
+
+    def putSettings(self, **values: Any) -> Dict[str, Any]:
+        """Sets some of the four settings (§15; the admin role): a value of
+        None puts the configuration's back. Returns `settings()` after it."""
+        return self.call({"op": "putSettings", "settings": values})
+
+    def catalogue(self) -> Dict[str, Any]:
+        """The person's drinks (§15): `drinks`, each name, mgCaffeine,
+        retired and builtIn, and the `anchor` of the last change."""
+        return self.call({"op": "catalogue"})
+
+    def putCatalogue(self, name: str, **entry: Any) -> Dict[str, Any]:
+        """Adds or changes the catalogue's entry `name` (§15): mgCaffeine=,
+        retired=, renamedFrom=. Returns `catalogue()` after it."""
+        return self.call({"op": "putCatalogue", "name": name, "entry": entry})
+
     def follow(self, timeout: Optional[float] = None) -> Iterator["State"]:
         """The feed kept in step (§10): yields a `State` after each change
         applied and each model of its anchor. `timeout`: seconds without a

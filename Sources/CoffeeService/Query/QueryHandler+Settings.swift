@@ -1,0 +1,64 @@
+import CoffeeDomain
+import Foundation
+import HealthStore
+
+/// The person's settings and catalogue (docs/protocol.md §15): read as they
+/// are now, changed in a commit of the store with an anchor of its own.
+extension QueryHandler {
+    /// The store's scopes (`StoredSettings`).
+    static let personScope = "person"
+    static let catalogueScope = "catalogue"
+
+    /// `settings`: the values the person goes by, what the configuration
+    /// gives, and the anchor of their last change.
+    func settingsReply() -> JSONValue {
+        let current = settings.current
+        return .object([
+            ("ok", true), ("anchor", .int(current.anchor)), ("settings", current.person.json),
+            ("defaults", settings.defaults.json),
+        ])
+    }
+
+    /// `putSettings`: the names `settings` gives, checked all before any is
+    /// written; the model is rebuilt with them.
+    func putSettings(_ request: JSONValue) async throws -> JSONValue {
+        let rows: [(name: String, value: String)]
+        do throws(ValidationError) {
+            rows = try PersonSettings.update(from: request[member: "settings"] ?? .null)
+        } catch {
+            let field = error.field.map { "settings." + $0 } ?? "settings"
+            throw QueryError(.badRequest, "\(field): \(error.rule)", field: field)
+        }
+        try await write(scope: Self.personScope, rows)
+        return settingsReply()
+    }
+
+    /// `catalogue`: every entry, retired ones too, and the anchor of the last change.
+    func catalogueReply() -> JSONValue {
+        let current = settings.current
+        return .object([("ok", true), ("anchor", .int(current.anchor)), ("drinks", current.catalogue.json)])
+    }
+
+    /// `putCatalogue`: adds or changes the entry `name` as `entry` says.
+    func putCatalogue(_ request: JSONValue) async throws -> JSONValue {
+        guard case .string(let name)? = request[member: "name"] else {
+            throw QueryError(.badRequest, "name must be the drink's name, a string", field: "name")
+        }
+        let rows: [(name: String, value: String)]
+        do throws(ValidationError) {
+            rows = try settings.catalogue.update(
+                name: name, body: request[member: "entry"] ?? .null, maxMgCaffeine: validator.limits.maxMgCaffeine)
+        } catch {
+            let field = error.field.map { $0 == "name" ? $0 : "entry." + $0 } ?? "entry"
+            throw QueryError(.badRequest, "\(field): \(error.rule)", field: field)
+        }
+        try await write(scope: Self.catalogueScope, rows)
+        return catalogueReply()
+    }
+
+    /// One commit of `rows`; the settings are the new ones when it returns.
+    private func write(scope: String, _ rows: [(name: String, value: String)]) async throws {
+        let stored = try await store.writeSettings(scope: scope, rows)
+        settings.update(stored: stored.values, anchor: stored.anchor)
+    }
+}
