@@ -46,6 +46,10 @@ let package = Package(
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         // The HTTP endpoint's server: libmicrohttpd (libmicrohttpd-dev) and GnuTLS (libgnutls28-dev) behind a header of its own.
         .target(name: "CHTTPServer", linkerSettings: [.linkedLibrary("microhttpd"), .linkedLibrary("gnutls")]),
+        // Telling the person (PROTOCOL.md §16): HTTP out through libcurl (libcurl4-openssl-dev) and the
+        // webhook's HMAC through GnuTLS, behind a header of its own; MQTT through libmosquitto (libmosquitto-dev).
+        .target(name: "COutbound", linkerSettings: [.linkedLibrary("curl"), .linkedLibrary("gnutls")]),
+        .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto"),
         // Linux calls Glibc's Swift module leaves out (sync_file_range), compiled with _GNU_SOURCE.
         .target(name: "CLinux"),
         // The VERSION file's version, compiled in (C defines carry values; Swift's do not).
@@ -81,6 +85,15 @@ let package = Package(
             name: "CoffeeModel", dependencies: ["CoffeeDomain", "HealthStore", "CoffeeLogging", "CoffeeLifecycle", "Syscall"],
             swiftSettings: strict),
 
+        // Telling the person (PROTOCOL.md §16): the rules over the model, the outbox's deliverers
+        // (webhook, ntfy) and the MQTT publisher with Home Assistant's discovery.
+        .target(
+            name: "CoffeeAlerts",
+            dependencies: [
+                "CoffeeDomain", "HealthStore", "CoffeeModel", "CoffeeLogging", "CoffeeLifecycle", "COutbound", "CMosquitto",
+            ],
+            swiftSettings: withTestHooks),
+
         // What a client of the service needs, and nothing of the service: its calls, typed, and follow().
         .target(name: "CoffeeTrackerClient", dependencies: ["ZeroMQ", "CoffeeDomain", "Syscall"], swiftSettings: strict),
 
@@ -89,7 +102,8 @@ let package = Package(
             name: "CoffeeService",
             dependencies: [
                 "CoffeeDomain", "HealthStore", "CoffeeModel", "ZeroMQ", "CoffeeLogging", "CoffeeLifecycle", "Syscall",
-                "CMalloc", "CoffeeCharts", "CHealthXML", "CArchive", "CoffeeTrackerClient", "CHTTPServer",
+                "CMalloc", "CoffeeCharts", "CHealthXML", "CArchive", "CoffeeTrackerClient", "CHTTPServer", "CoffeeAlerts",
+                "CVersion",
             ],
             swiftSettings: withTestHooks),
 
@@ -129,6 +143,12 @@ let package = Package(
         .testTarget(
             name: "CoffeeModelTests",
             dependencies: ["CoffeeModel", "HealthStore", "CoffeeDomain", "CoffeeLifecycle", "CoffeeLogging"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "CoffeeAlertsTests",
+            dependencies: [
+                "CoffeeAlerts", "CoffeeModel", "HealthStore", "CoffeeDomain", "CoffeeLifecycle", "CoffeeLogging", "CoffeeTestKit",
+            ],
             swiftSettings: strict),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "Syscall"], swiftSettings: strict),
         .testTarget(

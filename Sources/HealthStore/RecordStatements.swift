@@ -45,6 +45,12 @@ protocol RecordStatements: AnyObject, Sendable {
     func settingsRows() throws -> [(scope: String, name: String, value: String, anchor: Int64)]
     func settingsAnchor() throws -> Int64
     func putSetting(scope: String, name: String, value: String, anchor: Int64) throws
+    func alertStates() throws -> [OutboxRuleState]
+    func putAlertState(_ state: OutboxRuleState) throws
+    func putOutboxItem(_ item: OutboxItem) throws
+    func removeOutboxItem(id: String, receiver: String) throws
+    func outboxItems(receiver: String, dueBy nowMs: Int64, limit: Int) throws -> [OutboxItem]
+    func outboxSummary() throws -> [String: (count: Int, nextMs: Int64)]
     func finalize()
     func closeConnection()
 }

@@ -8,8 +8,9 @@ import PostgreSQL
 /// `schema` marks the tables as ours, with their version.
 enum SharedStoreSchema {
     /// Version 2 adds the index of live drinks by date (SQLite's version 4),
-    /// version 3 the settings' table (SQLite's version 5).
-    static let currentVersion: Int64 = 3
+    /// version 3 the settings' table (SQLite's version 5), version 4 the
+    /// alerts' state and outbox (SQLite's version 6).
+    static let currentVersion: Int64 = 4
 
     static let schema = """
         CREATE TABLE meta(
@@ -31,6 +32,24 @@ enum SharedStoreSchema {
         CREATE INDEX tombstones_by_time ON records(changed_ms) WHERE deleted = 1;
         \(liveByDate)
         \(settingsTable)
+        \(outboxTables)
+        """
+
+    static let outboxTables = """
+        CREATE TABLE alert_state(
+            rule   text PRIMARY KEY,
+            active integer NOT NULL,
+            key    text NOT NULL
+        );
+        CREATE TABLE outbox(
+            id         text NOT NULL,
+            receiver   text NOT NULL,
+            body       text NOT NULL,
+            created_ms bigint NOT NULL,
+            attempts   bigint NOT NULL,
+            next_ms    bigint NOT NULL,
+            PRIMARY KEY(id, receiver)
+        );
         """
 
     static let settingsTable = """
@@ -49,6 +68,7 @@ enum SharedStoreSchema {
     static let migrations: [Int64: String] = [
         2: liveByDate + " UPDATE meta SET value = 2 WHERE key = 'schema';",
         3: settingsTable + " UPDATE meta SET value = 3 WHERE key = 'schema';",
+        4: outboxTables + " UPDATE meta SET value = 4 WHERE key = 'schema';",
     ]
 
     /// One key for every coffee-tracker's advisory lock: services starting

@@ -7,7 +7,7 @@ import SQLite
 enum StoreSchema {
     /// "CofT" in ASCII.
     static let applicationID: Int64 = 0x436F_6654
-    static let currentVersion: Int64 = 5
+    static let currentVersion: Int64 = 6
 
     /// The current schema, for a new file.
     ///
@@ -25,7 +25,8 @@ enum StoreSchema {
     /// Version 4 brings it back: a person's history (docs/protocol.md §15)
     /// sums drinks by date over years, a range of that index per bucket,
     /// where a scan per bucket would read the table thousands of times.
-    /// Version 5 adds the person's settings and catalogue (`settingsTable`).
+    /// Version 5 adds the person's settings and catalogue (`settingsTable`),
+    /// version 6 the alerts' state and outbox (`outboxTables`).
     static let schema = """
         CREATE TABLE meta(
             key   TEXT PRIMARY KEY,
@@ -36,6 +37,25 @@ enum StoreSchema {
         \(liveByDate)
         \(tombstonesByTime)
         \(settingsTable)
+        \(outboxTables)
+        """
+
+    /// The alerts' state and outbox (version 6; docs/protocol.md §16).
+    static let outboxTables = """
+        CREATE TABLE alert_state(
+            rule   TEXT PRIMARY KEY,
+            active INTEGER NOT NULL,
+            key    TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE outbox(
+            id         TEXT NOT NULL,
+            receiver   TEXT NOT NULL,
+            body       TEXT NOT NULL,
+            created_ms INTEGER NOT NULL,
+            attempts   INTEGER NOT NULL,
+            next_ms    INTEGER NOT NULL,
+            PRIMARY KEY(id, receiver)
+        ) WITHOUT ROWID;
         """
 
     /// The person's settings and catalogue (version 5; docs/protocol.md §15):
@@ -115,6 +135,7 @@ enum StoreSchema {
         3: "DROP INDEX live_by_date;",
         4: liveByDate,
         5: settingsTable,
+        6: outboxTables,
     ]
 
     /// Creates or migrates the schema of `db` at `path`.

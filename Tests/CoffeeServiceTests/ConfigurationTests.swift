@@ -83,7 +83,12 @@ struct ConfigurationTests {
              "security": {"allowPlaintextRemote": true, "curve": {"secretKeyFile": "s", "clientsDirectory": "k"},
                           "tokensDirectory": "t"},
              "follow": {"query": "ipc:///q", "updates": "ipc://u", "serverKey": "\#(String(repeating: "A", count: 40))",
-                        "keyFile": "standby.key_secret"}}
+                        "keyFile": "standby.key_secret"},
+             "alerts": {"dailyLimit": false, "levelOverMg": 250, "sleepThreshold": false, "bedtime": "22:30", "maxAgeS": 60,
+                        "retryInitialS": 2, "retryMaxS": 9, "webhook": {"url": "https://hooks.example/x", "secretFile": "w"},
+                        "ntfy": {"url": "https://ntfy.sh/coffee", "tokenFile": "n"}},
+             "mqtt": {"host": "broker", "port": 8883, "tls": {"caFile": "ca.pem"}, "username": "u", "passwordFile": "p",
+                      "topicPrefix": "home/coffee", "discoveryPrefix": "ha", "keepaliveS": 60}}
             """#)
         let defaults = try parse("{}")
         // store.postgresql cannot be set with follow (a standby is PostgreSQL's own): it is read on its own.
@@ -95,6 +100,8 @@ struct ConfigurationTests {
         #expect(Set(changed).count == changed.count)
         #expect(c.ingest.receiveHighWaterMark == 7 && c.updates.sendHighWaterMark == 8 && c.limits.maxFileBytes == 999)
         #expect(c.settings.dailyLimitMg == 300 && c.settings.sleepThresholdMg == 30 && c.settings.model.halfLifeHours == 4)
+        #expect(c.alerts.rules.bedtimeMinutes == 22 * 60 + 30 && c.alerts.rules.levelOverMg == 250)
+        #expect(c.alerts.webhook?.secretFile == "/etc/ct/w" && c.mqtt?.caFile == "/etc/ct/ca.pem" && c.mqtt?.port == 8883)
         #expect(c.security.curve?.clientsDirectory == "/etc/ct/k" && c.security.tokensDirectory == "/etc/ct/t")
         #expect(c.http.tls == TLSFiles(certificateFile: "/etc/ct/c.pem", keyFile: "/etc/ct/k.pem"))
         #expect(c.http.trustedProxies == ["127.0.0.1", "::1"] && c.httpConfiguration?.maxConnections == 9)

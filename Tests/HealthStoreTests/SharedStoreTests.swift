@@ -93,7 +93,9 @@ struct SharedStoreTests {
         _ = try await first.save([drink(mg: 96, at: 0), drink(mg: 64, at: 60)])
         await first.close()
         let db = try Connection(conninfo: conninfo)
-        _ = try db.execute("DROP INDEX live_by_date; DROP TABLE settings; UPDATE meta SET value = 1 WHERE key = 'schema'")
+        _ = try db.execute(
+            "DROP INDEX live_by_date; DROP TABLE settings; DROP TABLE alert_state; DROP TABLE outbox; UPDATE meta SET value = 1 WHERE key = 'schema'"
+        )
         #expect(try db.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 'live_by_date'") == 0)
         let store = try open(conninfo)
         #expect(try db.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 'live_by_date'") == 1)

@@ -209,8 +209,11 @@ def test_import_refuses_without_a_service(folder):
     assert p.returncode == 1 and "not running" in p.stderr
 
 
-def test_large_json_lines_file_is_one_commit_announced_in_chained_pages(service):
+def test_large_json_lines_file_is_one_commit_announced_in_chained_pages(folder):
     from test_bus import subscriber
+    # The alerts' rules off: a day of 25,000 drinks would tell the person, in a commit of the outbox's own (§16).
+    service = Service(folder, {"alerts": {"dailyLimit": False, "levelOverMg": 0, "sleepThreshold": False,
+                                          "bedtime": "off"}}).start()
     sub = subscriber(service, topics=(b"changes",))
     n = 25_000
     base = service.request({"op": "ping"})["anchor"]
@@ -233,6 +236,7 @@ def test_large_json_lines_file_is_one_commit_announced_in_chained_pages(service)
     # The model followed by paging, too.
     assert service.request({"op": "model"})["drinksToday"] >= 1
     sub.close()
+    service.stop()
 
 
 def test_shutdown_right_after_a_large_import_still_publishes_every_page(service):

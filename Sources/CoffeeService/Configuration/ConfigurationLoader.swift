@@ -147,6 +147,12 @@ public enum ConfigurationLoader {
                 )
             }
         }
+        if let s = try reader.section(top, "alerts", allowed: ServiceConfiguration.keys(of: "alerts")) {
+            c.alerts = try alerts(s, reader, folder)
+        }
+        if let s = try reader.section(top, "mqtt", allowed: ServiceConfiguration.keys(of: "mqtt")) {
+            c.mqtt = try mqtt(s, reader, folder)
+        }
         return c
     }
 

@@ -26,6 +26,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var security = Security()
     /// A standby's primary (docs/protocol.md §11); nil for a primary.
     public var follow: Follow?
+    /// What the service tells the person, and where (docs/protocol.md §16).
+    public var alerts = Alerts()
+    /// The MQTT broker (docs/protocol.md §16); nil: none.
+    public var mqtt: MQTT?
 
     public init() {}
 
@@ -193,6 +197,15 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Key("follow.query", \.follow?.query), Key("follow.updates", \.follow?.updates),
         Key("follow.serverKey", \.follow?.serverKey), Key("follow.keyFile", \.follow?.keyFile),
         Key("follow.adopt", \.follow?.adopt),
+        Key("alerts.dailyLimit", \.alerts.dailyLimit), Key("alerts.levelOverMg", \.alerts.levelOverMg),
+        Key("alerts.sleepThreshold", \.alerts.sleepThreshold), Key("alerts.bedtime", \.alerts.bedtime),
+        Key("alerts.maxAgeS", \.alerts.maxAgeS), Key("alerts.retryInitialS", \.alerts.retryInitialS),
+        Key("alerts.retryMaxS", \.alerts.retryMaxS), Key("alerts.webhook.url", \.alerts.webhook?.url),
+        Key("alerts.webhook.secretFile", \.alerts.webhook?.secretFile), Key("alerts.ntfy.url", \.alerts.ntfy?.url),
+        Key("alerts.ntfy.tokenFile", \.alerts.ntfy?.secretFile), Key("mqtt.host", \.mqtt?.host),
+        Key("mqtt.port", \.mqtt?.port), Key("mqtt.tls.caFile", \.mqtt?.caFile), Key("mqtt.username", \.mqtt?.username),
+        Key("mqtt.passwordFile", \.mqtt?.passwordFile), Key("mqtt.topicPrefix", \.mqtt?.topicPrefix),
+        Key("mqtt.discoveryPrefix", \.mqtt?.discoveryPrefix), Key("mqtt.keepaliveS", \.mqtt?.keepaliveS),
     ]
 
     /// One key of the file: its name, and whether two configurations differ in it.
@@ -241,6 +254,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var backupPath: String { store.backupDirectory ?? (dataDirectory as NSString).appendingPathComponent("backups") }
     public var modelCachePath: String { (dataDirectory as NSString).appendingPathComponent("CoffeeTracker.plist") }
     public var deadLetterPath: String { (dataDirectory as NSString).appendingPathComponent("rejected.jsonl") }
+    /// Alerts dropped undelivered (docs/protocol.md §16), one JSON object per line as `rejected.jsonl`'s.
+    public var droppedAlertsPath: String { (dataDirectory as NSString).appendingPathComponent("alerts-dropped.jsonl") }
     public var endpointsPath: String { (dataDirectory as NSString).appendingPathComponent("endpoints.json") }
 
     public var drinkLimits: DrinkValidator.Limits {

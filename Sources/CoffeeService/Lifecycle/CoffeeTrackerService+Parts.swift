@@ -1,3 +1,4 @@
+import CoffeeAlerts
 import CoffeeDomain
 import CoffeeLifecycle
 import CoffeeModel
@@ -37,15 +38,19 @@ extension CoffeeTrackerService {
                 publish: { snapshot in
                     let body = Data(WireFormat.modelMessage(snapshot))
                     broadcaster.publish("model", encoded: body)
+                    // The rules and the broker (§16): they only take it over.
+                    partsBox.parts?.outbound?.observe(snapshot, sleepThresholdMg: settings.person.sleepThresholdMg)
                     // The parts are all made before the model's first round (the group's start).
                     if let http = partsBox.parts?.http, http.hasEventStreams {
                         http.publish(event: HTTPResponse.event("model", json: body))
                     }
                 })
+            let outbound = try makeOutbound(
+                store: store, model: model, settings: settings, broadcaster: broadcaster, standby: standby != nil)
             let handler = QueryHandler(
                 store: store, model: model, validator: validator, counters: counters, clock: clock,
                 maxMessageBytes: c.limits.maxMessageBytes, registry: security.registry, backupDirectory: c.backupPath,
-                following: standby?.status, settings: settings, logger: logger.part("query"))
+                following: standby?.status, settings: settings, outbound: outbound, logger: logger.part("query"))
             let query = try QueryEndpoint(
                 configuration: c.queryConfiguration(curve: security.server("query")), context: context, handler: handler,
                 logger: logger.part("query"))
@@ -89,8 +94,8 @@ extension CoffeeTrackerService {
                         store: parts.store, phase: self.phase,
                         metrics: ServiceMetrics(
                             counters: self.counters, store: parts.store, broadcaster: parts.broadcaster, model: parts.model,
-                            following: parts.standby?.status),
-                        pictures: pictures
+                            following: parts.standby?.status, outbound: parts.outbound),
+                        pictures: pictures, outbound: parts.outbound
                     ).answer(request)
                 }
             }
@@ -106,7 +111,7 @@ extension CoffeeTrackerService {
                 return await self.status(parts)
             }
             let parts = Parts(
-                store: store, cache: cache, zap: zap, broadcaster: broadcaster, model: model,
+                store: store, cache: cache, zap: zap, broadcaster: broadcaster, model: model, outbound: outbound,
                 query: query, ingest: ingest, inbox: inbox, standby: standby, http: http, operations: operations,
                 serverKey: security.keys?.publicKey, memory: MemoryReclaimer(logger: logger.part("memory")))
             partsBox.set(parts)
@@ -123,6 +128,8 @@ extension CoffeeTrackerService {
         let broadcaster: Broadcaster
         /// The model's one owner: follows the store, publishes, pushes to the cache.
         let model: ModelService
+        /// The rules, the outbox's deliverers, the MQTT publisher (§16); nil on a standby.
+        let outbound: Outbound?
         let query: QueryEndpoint
         /// A primary's inputs; nil on a standby.
         let ingest: IngestEndpoint?
@@ -147,7 +154,9 @@ extension CoffeeTrackerService {
             if let http { services.append(http) }
             services.append(cache)
             if let zap { services.append(zap) }
-            services += [broadcaster, model, query] as [any Service]
+            services += [broadcaster, model] as [any Service]
+            services += outbound?.services ?? []
+            services.append(query)
             // Inputs: a primary's bus and inbox, or a standby's follower of its primary.
             if let standby { services.append(standby) }
             if let ingest { services.append(ingest) }

@@ -18,6 +18,11 @@ public struct MetricsExposition {
         family(name, help, "gauge", [(labels, value)])
     }
 
+    /// A gauge with a value per set of labels.
+    public mutating func gauge(_ name: String, _ help: String, _ values: [([(String, String)], Double)]) {
+        family(name, help, "gauge", values)
+    }
+
     public mutating func histogram(_ name: String, _ help: String, _ histogram: Histogram) {
         let (cumulative, sum, count) = histogram.snapshot()
         lines.append("# HELP \(name) \(help)")

@@ -1,3 +1,4 @@
+import CoffeeAlerts
 import HealthStore
 
 /// What the HTTP endpoint answers (docs/protocol.md §9 and §10): `/healthz`
@@ -9,6 +10,8 @@ struct OperationsRoutes: Sendable {
     let phase: ServicePhase
     let metrics: ServiceMetrics
     let pictures: ModelPictures
+    /// Alerts and the broker (§16): what fails there is shown, never a reason to be unready.
+    let outbound: Outbound?
 
     func answer(_ request: HTTPRequest) async -> HTTPResponse {
         guard request.method == "GET" || request.method == "HEAD" else {
@@ -27,7 +30,8 @@ struct OperationsRoutes: Sendable {
                 if store.isFaulted {
                     return HTTPResponse(status: 503, body: "the store cannot write: \((await store.faultDescription) ?? "")\n")
                 }
-                return HTTPResponse(status: 200, body: "ready\n")
+                let problems = await outbound?.report(store).problems ?? []
+                return HTTPResponse(status: 200, body: (["ready"] + problems).joined(separator: "\n") + "\n")
             case .draining: return HTTPResponse(status: 503, body: "draining\n")
             case .starting: return HTTPResponse(status: 503, body: "starting\n")
             }

@@ -1,3 +1,4 @@
+import CoffeeAlerts
 import CoffeeModel
 import HealthStore
 
@@ -11,6 +12,8 @@ struct ServiceMetrics: Sendable {
     let model: ModelService
     /// A standby's lag behind its primary (docs/protocol.md §11); nil for a primary.
     var following: FollowStatus?
+    /// Alerts and the broker (docs/protocol.md §16); nil on a standby.
+    var outbound: Outbound?
 
     /// The metrics text, read from the parts now.
     func text() async -> String {
@@ -73,6 +76,7 @@ struct ServiceMetrics: Sendable {
             m.gauge(
                 "coffee_tracker_follow_anchor", "A standby: the primary's anchor, as last heard.", Double(following.followAnchor))
         }
+        if let outbound { await alertMetrics(outbound, into: &m) }
         let caffeine = await model.heldSnapshot()?.mgCaffeine ?? 0
         m.gauge("coffee_tracker_caffeine_mg", "Caffeine in the body now, by the model.", caffeine)
         m.counter("process_cpu_seconds_total", "User and system CPU time.", [([], ProcessMetrics.cpuSeconds())])
@@ -80,5 +84,26 @@ struct ServiceMetrics: Sendable {
         m.gauge("process_open_fds", "Open file descriptors.", ProcessMetrics.openDescriptors())
         m.gauge("process_start_time_seconds", "When the process started, in Unix seconds.", c.started.timeIntervalSince1970)
         return m.text
+    }
+
+    /// The outbox by receiver, and the broker's connection.
+    private func alertMetrics(_ outbound: Outbound, into m: inout MetricsExposition) async {
+        let report = await outbound.report(store)
+        m.counter("coffee_tracker_alerts_total", "Alerts the rules decided (fired and cleared).", [([], Double(report.told))])
+        func byReceiver(_ value: (Int, OutboxDeliverer.Counts) -> Int) -> [([(String, String)], Double)] {
+            report.receivers.map { ([("receiver", $0.name)], Double(value($0.pending, $0.counts))) }
+        }
+        m.gauge("coffee_tracker_alerts_pending", "Alerts waiting in the outbox, by receiver.", byReceiver { p, _ in p })
+        m.counter("coffee_tracker_alerts_delivered_total", "Alerts a receiver took (2xx).", byReceiver { $1.delivered })
+        m.counter("coffee_tracker_alerts_retried_total", "Deliveries tried again.", byReceiver { $1.retried })
+        m.counter("coffee_tracker_alerts_dropped_total", "Alerts dropped undelivered.", byReceiver { $1.dropped })
+        m.gauge(
+            "coffee_tracker_alerts_receiver_failing", "1 while a receiver fails, by receiver.",
+            byReceiver { $1.failing == nil ? 0 : 1 })
+        if let mqtt = report.mqtt {
+            m.gauge("coffee_tracker_mqtt_connected", "1 while connected to the MQTT broker.", mqtt.connected ? 1 : 0)
+            m.counter(
+                "coffee_tracker_mqtt_published_total", "MQTT messages handed to the broker.", [([], Double(mqtt.published))])
+        }
     }
 }

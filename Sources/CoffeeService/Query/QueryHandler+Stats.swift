@@ -26,6 +26,7 @@ extension QueryHandler {
                 ("storeBytes", .int(s.fileBytes)),
                 ("commits", .int(s.commits)),
                 ("purgedAnchor", .int(s.purgedAnchor)),
-            ] + (following.map { [("followAnchor", .int($0.followAnchor)), ("followLagS", .double($0.lagSeconds()))] } ?? []))
+            ] + (following.map { [("followAnchor", .int($0.followAnchor)), ("followLagS", .double($0.lagSeconds()))] } ?? [])
+                + (await outbound?.report(store).members ?? []))
     }
 }

@@ -1,3 +1,4 @@
+import CoffeeAlerts
 import CoffeeDomain
 import CoffeeLogging
 import CoffeeModel
@@ -26,6 +27,8 @@ public struct QueryHandler: Sendable {
     let following: FollowStatus?
     /// The person's half-life, time zone, sleep threshold, daily limit and catalogue (§15), as they are now.
     let settings: LiveSettings
+    /// The alerts' and the broker's state, for `stats` (§16); nil on a standby.
+    let outbound: Outbound?
 
     /// Who sent a request.
     public enum Caller: Sendable {
@@ -60,8 +63,9 @@ public struct QueryHandler: Sendable {
         counters: ServiceCounters, clock: any WallClock,
         maxMessageBytes: Int = IngestEndpoint.Configuration.defaultMaxMessageBytes, registry: ClientRegistry? = nil,
         backupDirectory: String? = nil, following: FollowStatus? = nil, settings: LiveSettings = LiveSettings(),
-        logger: Logger
+        outbound: Outbound? = nil, logger: Logger
     ) {
+        self.outbound = outbound
         self.settings = settings
         self.following = following
         self.backupDirectory = backupDirectory

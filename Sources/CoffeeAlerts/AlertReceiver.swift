@@ -1,0 +1,67 @@
+import CoffeeDomain
+import Foundation
+
+/// Where alerts go (docs/protocol.md §16), and what each is sent as.
+public enum AlertReceiver: Sendable, Hashable {
+    /// A JSON POST of the alert, with its idempotency key and an HMAC-SHA256
+    /// signature of the body under the shared secret (as GitHub signs its webhooks).
+    case webhook(url: String, secret: [UInt8])
+    /// A POST to an ntfy topic: the message as the body, ntfy's `Title`,
+    /// `Priority` and `Tags` headers, and a bearer token when one is given.
+    case ntfy(url: String, token: String?)
+
+    /// Its name in the outbox, the metrics and `stats`.
+    public var name: String {
+        switch self {
+        case .webhook: "webhook"
+        case .ntfy: "ntfy"
+        }
+    }
+
+    public var url: String {
+        switch self {
+        case .webhook(let url, _), .ntfy(let url, _): url
+        }
+    }
+
+    /// The header that carries the webhook's signature: `sha256=` and the hex HMAC.
+    public static let signatureHeader = "X-Coffee-Tracker-Signature"
+
+    /// The request for an alert whose outbox body is `body` (its JSON).
+    func request(_ body: String) -> (headers: [(String, String)], body: [UInt8]) {
+        let bytes = Array(body.utf8)
+        switch self {
+        case .webhook(_, let secret):
+            let id = (try? JSONReader.parse(Data(bytes)))?[member: "id"].flatMap {
+                if case .string(let s) = $0 { s } else { nil }
+            }
+            return (
+                [
+                    ("Content-Type", "application/json"), ("Idempotency-Key", id ?? ""),
+                    (Self.signatureHeader, "sha256=" + HTTPPoster.hmacSHA256(key: secret, bytes)),
+                ], bytes
+            )
+        case .ntfy(_, let token):
+            let alert = try? JSONReader.parse(Data(bytes))
+            func text(_ name: String) -> String {
+                if case .string(let s)? = alert?[member: name] { return s }
+                return ""
+            }
+            let fired = text("event") == "fired"
+            let (priority, tags): (String, String) =
+                switch text("rule") {
+                case "dailyLimit", "levelOver": fired ? ("4", "warning,coffee") : ("2", "white_check_mark,coffee")
+                case "sleepThreshold": fired ? ("3", "zzz") : ("2", "coffee")
+                default: fired ? ("3", "alarm_clock,coffee") : ("2", "white_check_mark")
+                }
+            var headers = [("Title", Self.headerSafe(text("title"))), ("Priority", priority), ("Tags", tags)]
+            if let token { headers.append(("Authorization", "Bearer " + token)) }
+            return (headers, Array(text("message").utf8))
+        }
+    }
+
+    /// A header value without line breaks or bytes outside ASCII (ntfy reads UTF-8 titles; curl sends bytes as given).
+    static func headerSafe(_ text: String) -> String {
+        String(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.map(Character.init))
+    }
+}

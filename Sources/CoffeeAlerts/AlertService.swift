@@ -1,0 +1,163 @@
+import CoffeeDomain
+import CoffeeLifecycle
+import CoffeeLogging
+import CoffeeModel
+import Foundation
+import HealthStore
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Decides what to tell the person (docs/protocol.md §16): the rules
+/// (`AlertRules`) over each model the model service publishes, and again
+/// when the curve crosses a limit with no drink (a timer on the injected
+/// clock, set from the model's curve). An alert is written to the outbox
+/// with the rules' new state in one durable commit, then announced (the
+/// `alert` message) and handed to the receivers' deliverers. A restart
+/// reads the state back, so nothing is told twice; a crash before the
+/// commit decides it again from the model.
+public actor AlertService: Service {
+    public nonisolated let name = "alerts"
+    let store: HealthStore
+    let model: ModelService
+    let settings: LiveSettings
+    let rules: AlertRules.Configuration
+    /// The outbox's receivers by name: an alert gets a row for each.
+    let receivers: [String]
+    let wallClock: any WallClock
+    let timerClock: any Clock<Duration>
+    let logger: Logger
+    /// Called after the commit with each alert's JSON (the `alert` message).
+    let announce: @Sendable (JSONValue) -> Void
+    /// Called after a commit that put items in the outbox.
+    let wakeDeliverers: @Sendable () -> Void
+
+    var state: [AlertRule: AlertStatus] = [:]
+    private var timer: Task<Void, Never>?
+    /// Alerts decided so far, for `stats`.
+    public private(set) var told = 0
+
+    /// The newest model published, and whether the timer rang.
+    private struct Arrived {
+        var snapshot: ModelSnapshot?
+        var timerRang = false
+    }
+    private nonisolated let arrived = Mutex(Arrived())
+    private nonisolated let doorbell: AsyncStream<Void>.Continuation
+    private nonisolated let rings: AsyncStream<Void>
+
+    public init(
+        store: HealthStore, model: ModelService, settings: LiveSettings, rules: AlertRules.Configuration,
+        receivers: [String], wallClock: any WallClock, timerClock: any Clock<Duration> = ContinuousClock(), logger: Logger,
+        announce: @escaping @Sendable (JSONValue) -> Void, wakeDeliverers: @escaping @Sendable () -> Void
+    ) {
+        self.store = store
+        self.model = model
+        self.settings = settings
+        self.rules = rules
+        self.receivers = receivers
+        self.wallClock = wallClock
+        self.timerClock = timerClock
+        self.logger = logger
+        self.announce = announce
+        self.wakeDeliverers = wakeDeliverers
+        (rings, doorbell) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Reads the rules' state from the store.
+    public func start() async throws {
+        for row in try await store.alertStates() {
+            guard let rule = AlertRule(rawValue: row.rule) else { continue }
+            state[rule] = AlertStatus(active: row.active, key: row.key)
+        }
+    }
+
+    /// A model was published: only queues and rings (it is called on the model's turn).
+    public nonisolated func observe(_ snapshot: ModelSnapshot) {
+        arrived.withLock { $0.snapshot = snapshot }
+        doorbell.yield()
+    }
+
+    public func run() async throws {
+        onGracefulShutdown { [doorbell] in doorbell.finish() }
+        for await _ in rings { await look() }
+        timer?.cancel()
+    }
+
+    /// The rules over the newest model, or over the model now when the timer rang.
+    func look() async {
+        let (published, timerRang) = arrived.withLock { arrived in
+            defer { arrived = Arrived() }
+            return (arrived.snapshot, arrived.timerRang)
+        }
+        var snapshot = published
+        if timerRang, let now = await model.snapshot() { snapshot = now }
+        guard let snapshot else { return }
+        await evaluate(snapshot)
+    }
+
+    /// Decides, writes, announces; then sets the timer for the next crossing.
+    func evaluate(_ snapshot: ModelSnapshot) async {
+        let rules = AlertRules(configuration: self.rules, settings: settings.person)
+        var next = state
+        let events = rules.evaluate(snapshot, state: &next)
+        if next != state {
+            let nowMs = Int64((wallClock.now().timeIntervalSince1970 * 1000).rounded())
+            let alerts = events.map { ($0, UUID().uuidString) }
+            var items: [OutboxItem] = []
+            for (event, id) in alerts {
+                let body = event.json(id: id).serialized()
+                for receiver in receivers {
+                    items.append(OutboxItem(id: id, receiver: receiver, body: body, createdMs: nowMs, nextMs: nowMs))
+                }
+            }
+            let changed = next.filter { state[$0.key] != $0.value }.map {
+                OutboxRuleState(rule: $0.key.rawValue, active: $0.value.active, key: $0.value.key)
+            }
+            do {
+                try await store.recordAlerts(states: changed, items: items)
+            } catch {
+                // Nothing was written: the next model decides it again.
+                logger.error("could not write alerts to the outbox", metadata: ["error": "\(error)"])
+                return
+            }
+            #if TEST_HOOKS
+                if !alerts.isEmpty, ProcessInfo.processInfo.environment["COFFEE_TRACKER_TEST_KILL_AFTER_ALERT"] != nil {
+                    kill(getpid(), SIGKILL)  // a crash right after the outbox's commit
+                }
+            #endif
+            state = next
+            told += alerts.count
+            for (event, id) in alerts {
+                logger.notice(
+                    "alert: \(event.title)",
+                    metadata: ["rule": "\(event.rule.rawValue)", "event": "\(event.fired ? "fired" : "cleared")"])
+                announce(event.json(id: id))
+            }
+            if !items.isEmpty { wakeDeliverers() }
+        }
+        schedule(rules.nextCheck(snapshot, state: state))
+    }
+
+    /// Rings at `date` (wall clock), measured on the timer's clock.
+    private func schedule(_ date: Date?) {
+        timer?.cancel()
+        guard let date else { return }
+        let wait = max(0, date.timeIntervalSince(wallClock.now()))
+        let clock = timerClock
+        timer = Task { [weak self] in
+            do { try await clock.sleep(for: .milliseconds(Int64(wait * 1000))) } catch { return }
+            self?.ringTimer()
+        }
+    }
+
+    private nonisolated func ringTimer() {
+        arrived.withLock { $0.timerRang = true }
+        doorbell.yield()
+    }
+
+    /// The rules' state, for tests.
+    public var current: [AlertRule: AlertStatus] { state }
+}

@@ -1,0 +1,171 @@
+import CMosquitto
+import CoffeeDomain
+import CoffeeLifecycle
+import CoffeeLogging
+import Foundation
+import Synchronization
+
+/// Publishes the model's states to an MQTT broker as retained topics, with
+/// Home Assistant's discovery configuration (docs/protocol.md §16), through
+/// libmosquitto, whose own thread connects, reconnects with a backoff that
+/// doubles up to a minute, and sends. The model's round only hands over the
+/// newest states (`publish`): while the broker is away nothing queues, and
+/// on each (re)connection the discovery, "online" and the newest states are
+/// sent again, so a broker that lost them has them back. The broker's last
+/// will says "offline".
+public final class MQTTPublisher: Service, @unchecked Sendable {
+    public struct Configuration: Sendable {
+        public var host: String
+        public var port: Int
+        public var caFile: String?
+        public var username: String?
+        public var password: String?
+        public var keepalive: Int
+
+        public init(
+            host: String, port: Int = 1883, caFile: String? = nil, username: String? = nil, password: String? = nil,
+            keepalive: Int = 30
+        ) {
+            self.host = host
+            self.port = port
+            self.caFile = caFile
+            self.username = username
+            self.password = password
+            self.keepalive = keepalive
+        }
+    }
+
+    /// For the metrics, `stats` and `/readyz`.
+    public struct Status: Sendable, Hashable {
+        public var connected = false
+        public var connections = 0
+        public var published = 0
+        /// Why it is not connected, while it is not.
+        public var problem: String? = "connecting"
+    }
+
+    public let name = "mqtt"
+    let configuration: Configuration
+    let states: MQTTStates
+    let logger: Logger
+    /// Set once in `start`; used from libmosquitto's thread and the model's turn.
+    private var mosq: OpaquePointer?
+    private let status = Mutex(Status())
+    /// The newest states, sent on each connection.
+    private let latest = Mutex<[(topic: String, payload: String)]>([])
+
+    public init(configuration: Configuration, states: MQTTStates, logger: Logger) {
+        self.configuration = configuration
+        self.states = states
+        self.logger = logger
+    }
+
+    public var current: Status { status.withLock { $0 } }
+
+    public func start() async throws {
+        mosquitto_lib_init()
+        guard let mosq = mosquitto_new("\(states.node)_\(getpid())", true, Unmanaged.passUnretained(self).toOpaque()) else {
+            throw MQTTError("mosquitto_new failed")
+        }
+        self.mosq = mosq
+        if let username = configuration.username {
+            try check(mosquitto_username_pw_set(mosq, username, configuration.password), "mqtt.username")
+        }
+        if let ca = configuration.caFile { try check(mosquitto_tls_set(mosq, ca, nil, nil, nil, nil), "mqtt.tls.caFile") }
+        try check(
+            mosquitto_will_set(mosq, states.availabilityTopic, 7, "offline", 1, true), "the last will")
+        mosquitto_reconnect_delay_set(mosq, 1, 60, true)
+        mosquitto_connect_callback_set(mosq) { _, object, code in
+            MQTTPublisher.from(object).connected(code)
+        }
+        mosquitto_disconnect_callback_set(mosq) { _, object, code in
+            MQTTPublisher.from(object).disconnected(code)
+        }
+        // An unreachable broker is not an error: the loop keeps trying.
+        let code = mosquitto_connect_async(mosq, configuration.host, Int32(configuration.port), Int32(configuration.keepalive))
+        if code != MOSQ_ERR_SUCCESS.rawValue {
+            let reason = String(cString: mosquitto_strerror(code))
+            status.withLock { $0.problem = reason }
+            logger.warning("the MQTT broker cannot be reached yet; trying again", metadata: ["reason": "\(reason)"])
+        }
+        try check(mosquitto_loop_start(mosq), "the MQTT thread")
+    }
+
+    public func run() async throws {
+        await gracefulShutdown()
+        guard let mosq else { return }
+        if current.connected {
+            mosquitto_publish(mosq, nil, states.availabilityTopic, 7, "offline", 1, true)
+        }
+        mosquitto_disconnect(mosq)
+        mosquitto_loop_stop(mosq, false)
+        mosquitto_destroy(mosq)
+        self.mosq = nil
+    }
+
+    /// The newest model: sent now when connected, kept for the next connection otherwise.
+    public func publish(_ snapshot: ModelSnapshot, sleepThresholdMg: Double) {
+        let values = states.states(snapshot, sleepThresholdMg: sleepThresholdMg)
+        latest.withLock { $0 = values }
+        guard current.connected else { return }
+        send(values)
+    }
+
+    private func send(_ messages: [(topic: String, payload: String)]) {
+        guard let mosq else { return }
+        var sent = 0
+        for (topic, payload) in messages {
+            let bytes = Array(payload.utf8)
+            if mosquitto_publish(mosq, nil, topic, Int32(bytes.count), bytes, 1, true) == MOSQ_ERR_SUCCESS.rawValue { sent += 1 }
+        }
+        status.withLock { $0.published += sent }
+    }
+
+    private static func from(_ object: UnsafeMutableRawPointer?) -> MQTTPublisher {
+        Unmanaged<MQTTPublisher>.fromOpaque(object!).takeUnretainedValue()
+    }
+
+    /// On libmosquitto's thread: the discovery, "online" and the newest states, again.
+    private func connected(_ code: Int32) {
+        guard code == 0 else {
+            let reason = String(cString: mosquitto_connack_string(code))
+            status.withLock { $0.problem = reason }
+            logger.warning("the MQTT broker refused the connection", metadata: ["reason": "\(reason)"])
+            return
+        }
+        status.withLock {
+            $0.connected = true
+            $0.connections += 1
+            $0.problem = nil
+        }
+        logger.info("connected to the MQTT broker", metadata: ["host": "\(configuration.host)", "port": "\(configuration.port)"])
+        send(states.discovery + [(states.availabilityTopic, "online")] + latest.withLock { $0 })
+    }
+
+    private func disconnected(_ code: Int32) {
+        let reason = code == 0 ? "disconnected" : "the connection was lost (\(String(cString: mosquitto_strerror(code))))"
+        let was = status.withLock { status -> Bool in
+            defer {
+                status.connected = false
+                status.problem = reason
+            }
+            return status.connected
+        }
+        if was, code != 0 {
+            logger.warning(
+                "lost the MQTT broker; reconnecting, the states are sent again then", metadata: ["reason": "\(reason)"])
+        }
+    }
+
+    private func check(_ code: Int32, _ what: String) throws {
+        guard code == MOSQ_ERR_SUCCESS.rawValue else {
+            throw MQTTError("\(what): \(String(cString: mosquitto_strerror(code)))")
+        }
+    }
+}
+
+/// An MQTT setting libmosquitto refused.
+public struct MQTTError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

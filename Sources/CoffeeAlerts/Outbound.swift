@@ -1,0 +1,79 @@
+import CoffeeDomain
+import CoffeeLifecycle
+import Foundation
+import HealthStore
+
+/// The service's outbound door (docs/protocol.md §16): the rules, the
+/// outbox's deliverers and the MQTT publisher, as one part of the
+/// composition, and what they report for `stats`, the metrics and `/readyz`.
+public struct Outbound: Sendable {
+    public let alerts: AlertService
+    public let deliverers: [OutboxDeliverer]
+    public let mqtt: MQTTPublisher?
+
+    public init(alerts: AlertService, deliverers: [OutboxDeliverer], mqtt: MQTTPublisher?) {
+        self.alerts = alerts
+        self.deliverers = deliverers
+        self.mqtt = mqtt
+    }
+
+    /// In the group's start order, after the model.
+    public var services: [any Service] { [alerts as any Service] + deliverers + (mqtt.map { [$0] } ?? []) }
+
+    /// A model was published: to the rules and to the broker. Only hands over.
+    public func observe(_ snapshot: ModelSnapshot, sleepThresholdMg: Double) {
+        alerts.observe(snapshot)
+        mqtt?.publish(snapshot, sleepThresholdMg: sleepThresholdMg)
+    }
+
+    /// What each receiver has done and holds.
+    public struct Report: Sendable {
+        public var told: Int
+        public var receivers: [(name: String, pending: Int, counts: OutboxDeliverer.Counts)]
+        public var mqtt: MQTTPublisher.Status?
+
+        /// `stats`' members.
+        public var members: [(String, JSONValue)] {
+            var members: [(String, JSONValue)] = [("alertsTold", .int(Int64(told)))]
+            for r in receivers {
+                members.append(
+                    (
+                        "alerts." + r.name,
+                        .object([
+                            ("pending", .int(Int64(r.pending))), ("delivered", .int(Int64(r.counts.delivered))),
+                            ("retried", .int(Int64(r.counts.retried))), ("dropped", .int(Int64(r.counts.dropped))),
+                            ("failing", r.counts.failing.map { .string($0) } ?? .null),
+                        ])
+                    ))
+            }
+            if let mqtt {
+                members.append(
+                    (
+                        "mqtt",
+                        .object([
+                            ("connected", .bool(mqtt.connected)), ("connections", .int(Int64(mqtt.connections))),
+                            ("published", .int(Int64(mqtt.published))), ("problem", mqtt.problem.map { .string($0) } ?? .null),
+                        ])
+                    ))
+            }
+            return members
+        }
+
+        /// `/readyz`'s lines for what fails now: a state shown, never a reason to be unready.
+        public var problems: [String] {
+            var lines = receivers.compactMap { r in
+                r.counts.failing.map { "alerts \(r.name): failing (\($0)); \(r.pending) waiting in the outbox" }
+            }
+            if let mqtt, !mqtt.connected { lines.append("mqtt: not connected (\(mqtt.problem ?? "connecting"))") }
+            return lines
+        }
+    }
+
+    public func report(_ store: HealthStore) async -> Report {
+        let summary = (try? await store.outboxSummary()) ?? [:]
+        return Report(
+            told: await alerts.told,
+            receivers: deliverers.map { ($0.receiver.name, summary[$0.receiver.name]?.count ?? 0, $0.current) },
+            mqtt: mqtt?.current)
+    }
+}

@@ -1,0 +1,189 @@
+import CoffeeDomain
+import CoffeeLifecycle
+import CoffeeLogging
+import Dispatch
+import Foundation
+import HealthStore
+import Synchronization
+
+/// Delivers one receiver's alerts from the outbox (docs/protocol.md §16), on
+/// a thread of its own, since a POST blocks: the due items in batches, each
+/// POSTed; a 2xx is delivered, a 5xx, a 408, a 429 or no answer is tried
+/// again after a backoff that doubles up to `retryMax`, any other answer is
+/// dropped at once, and an item older than `maxAge` is dropped; each
+/// batch's outcome is one commit. A dropped item goes to `dropped` (the
+/// dead-letter file) with its reason before it leaves the outbox.
+///
+/// Delivery is at least once: a 2xx is settled in the commit after its
+/// batch, so a crash between the two sends it again (the receiver has its
+/// `Idempotency-Key`); nothing that was answered 2xx is sent again otherwise.
+public final class OutboxDeliverer: Service, Sendable {
+    public struct Configuration: Sendable {
+        /// Undelivered past this age, an alert is dropped (`alerts.maxAgeS`).
+        public var maxAge: TimeInterval = 86_400
+        /// The first retry's wait, doubled at each (`alerts.retryInitialS`).
+        public var retryInitial: TimeInterval = 1
+        /// The longest wait between tries (`alerts.retryMaxS`).
+        public var retryMax: TimeInterval = 300
+        /// Items taken from the outbox at a time.
+        public var batch = 200
+        /// How long a POST may take in all.
+        public var timeout: TimeInterval = 10
+
+        public init() {}
+    }
+
+    /// What it did, for the metrics and `stats`.
+    public struct Counts: Sendable, Hashable {
+        public var delivered = 0
+        public var retried = 0
+        public var dropped = 0
+        /// Why the last try failed, while the receiver fails; nil once it answers 2xx.
+        public var failing: String?
+        public var failingSince: Date?
+    }
+
+    public let name: String
+    public let receiver: AlertReceiver
+    let store: HealthStore
+    let clock: any WallClock
+    let configuration: Configuration
+    let logger: Logger
+    let dropped: @Sendable (OutboxItem, String) -> Void
+    private let counts = Mutex(Counts())
+    private let bell = DispatchSemaphore(value: 0)
+    private let stopping = Atomic<Bool>(false)
+
+    public init(
+        receiver: AlertReceiver, store: HealthStore, clock: any WallClock, configuration: Configuration = .init(),
+        logger: Logger, dropped: @escaping @Sendable (OutboxItem, String) -> Void
+    ) {
+        name = "alerts-" + receiver.name
+        self.receiver = receiver
+        self.store = store
+        self.clock = clock
+        self.configuration = configuration
+        self.logger = logger
+        self.dropped = dropped
+    }
+
+    public var current: Counts { counts.withLock { $0 } }
+
+    /// New items are in the outbox: look now.
+    public func wake() { bell.signal() }
+
+    public func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await gracefulShutdown()
+                self.stopping.store(true, ordering: .relaxed)
+                self.bell.signal()
+            }
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let thread = Thread {
+                    self.loop()
+                    done.resume()
+                }
+                thread.name = name
+                thread.start()
+            }
+            group.cancelAll()
+        }
+    }
+
+    private var nowMs: Int64 { Int64((clock.now().timeIntervalSince1970 * 1000).rounded()) }
+    private var isStopping: Bool { stopping.load(ordering: .relaxed) }
+
+    private func loop() {
+        let poster = HTTPPoster(connectTimeoutMs: 5000, timeoutMs: Int(configuration.timeout * 1000))
+        while !isStopping {
+            let due: [OutboxItem]
+            do {
+                let (name, now, limit) = (receiver.name, nowMs, configuration.batch)
+                due = try store.blocking { try $0.dueAlerts(receiver: name, nowMs: now, limit: limit) }
+            } catch {
+                if (error as? StoreError)?.isClosed == true { return }
+                logger.warning("could not read the outbox; trying again in a second", metadata: ["error": "\(error)"])
+                _ = bell.wait(timeout: .now() + 1)
+                continue
+            }
+            if due.isEmpty {
+                _ = bell.wait(timeout: .now() + waitForNextDue())
+                continue
+            }
+            deliver(due, with: poster)
+        }
+    }
+
+    /// Seconds until the receiver's next item is due (an hour at most; a wake comes sooner).
+    private func waitForNextDue() -> Double {
+        let name = receiver.name
+        guard let next = try? store.blocking({ try $0.outboxSummary()[name]?.nextMs }) else { return 3600 }
+        return min(3600, max(0.001, Double(next - nowMs) / 1000))
+    }
+
+    private func deliver(_ due: [OutboxItem], with poster: HTTPPoster) {
+        var done: [OutboxItem] = []
+        var retried: [OutboxItem] = []
+        for item in due where !isStopping {
+            let now = nowMs
+            if Double(now - item.createdMs) / 1000 > configuration.maxAge {
+                drop(item, "undelivered after \(item.attempts) tries in \(Int(configuration.maxAge)) s (alerts.maxAgeS)")
+                done.append(item)
+                continue
+            }
+            let (headers, body) = receiver.request(item.body)
+            switch poster.post(receiver.url, headers: headers, body: body) {
+            case .answered(let status) where (200..<300).contains(status):
+                done.append(item)
+                counts.withLock {
+                    $0.delivered += 1
+                    $0.failing = nil
+                    $0.failingSince = nil
+                }
+            case .answered(let status) where status == 408 || status == 429 || status >= 500:
+                retried.append(retry(item, now: now, because: "answered HTTP \(status)"))
+            case .answered(let status):
+                drop(item, "\(receiver.url) refused it: HTTP \(status)")
+                done.append(item)
+            case .failed(let reason):
+                retried.append(retry(item, now: now, because: reason))
+            }
+        }
+        do {
+            try store.blocking { [done, retried] in try $0.settleAlerts(done: done, retried: retried) }
+        } catch {
+            // The outbox still holds them: they are tried again (a delivered one once more).
+            logger.error("could not settle deliveries in the outbox", metadata: ["error": "\(error)"])
+            _ = bell.wait(timeout: .now() + 1)
+        }
+    }
+
+    private func retry(_ item: OutboxItem, now: Int64, because reason: String) -> OutboxItem {
+        var next = item
+        next.attempts += 1
+        let wait = min(configuration.retryMax, configuration.retryInitial * pow(2, Double(item.attempts)))
+        next.nextMs = now + Int64(wait * 1000)
+        let first = counts.withLock { counts -> Bool in
+            counts.retried += 1
+            defer {
+                counts.failing = reason
+                if counts.failingSince == nil { counts.failingSince = clock.now() }
+            }
+            return counts.failing == nil
+        }
+        if first {
+            logger.warning(
+                "an alert receiver fails; its alerts wait in the outbox and are tried again",
+                metadata: ["receiver": "\(receiver.name)", "url": "\(receiver.url)", "reason": "\(reason)"])
+        }
+        return next
+    }
+
+    private func drop(_ item: OutboxItem, _ reason: String) {
+        dropped(item, reason)
+        counts.withLock { $0.dropped += 1 }
+        logger.error(
+            "an alert was dropped", metadata: ["receiver": "\(receiver.name)", "id": "\(item.id)", "reason": "\(reason)"])
+    }
+}

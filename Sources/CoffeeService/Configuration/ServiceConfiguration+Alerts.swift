@@ -1,0 +1,62 @@
+import CoffeeAlerts
+import CoffeeDomain
+import Foundation
+
+extension ServiceConfiguration {
+    /// `alerts` (docs/protocol.md §16): the rules and where alerts go.
+    public struct Alerts: Sendable, Equatable {
+        public var dailyLimit = true
+        /// Nil: off (`alerts.levelOverMg`: 0).
+        public var levelOverMg: Double? = 300
+        public var sleepThreshold = true
+        /// `HH:MM` in the person's zone; nil: off (`alerts.bedtime`: "off").
+        public var bedtime: String? = "23:00"
+        public var maxAgeS = OutboxDeliverer.Configuration().maxAge
+        public var retryInitialS = OutboxDeliverer.Configuration().retryInitial
+        public var retryMaxS = OutboxDeliverer.Configuration().retryMax
+        /// `alerts.webhook`: a URL and the file of the shared secret that signs each body.
+        public var webhook: Endpoint?
+        /// `alerts.ntfy`: a topic's URL and the file of an access token (optional).
+        public var ntfy: Endpoint?
+
+        /// A receiver: its URL and the file of its secret or token.
+        public struct Endpoint: Sendable, Equatable {
+            public var url: String
+            public var secretFile: String?
+        }
+
+        /// The rules as `AlertRules` takes them.
+        public var rules: AlertRules.Configuration {
+            var rules = AlertRules.Configuration()
+            rules.dailyLimit = dailyLimit
+            rules.levelOverMg = levelOverMg
+            rules.sleepThreshold = sleepThreshold
+            rules.bedtimeMinutes = bedtime.flatMap(Self.minutes)
+            return rules
+        }
+
+        /// Minutes after midnight of `HH:MM`; nil when it is not one.
+        static func minutes(_ text: String) -> Int? {
+            let parts = text.split(separator: ":")
+            guard parts.count == 2, parts.allSatisfy({ $0.count == 2 }), let h = Int(parts[0]), let m = Int(parts[1]),
+                (0..<24).contains(h), (0..<60).contains(m)
+            else { return nil }
+            return h * 60 + m
+        }
+    }
+
+    /// `mqtt` (docs/protocol.md §16): the broker the states go to.
+    public struct MQTT: Sendable, Equatable {
+        public var host: String
+        public var port = 1883
+        /// `mqtt.tls.caFile`: TLS, with the CA that signed the broker's certificate.
+        public var caFile: String?
+        public var username: String?
+        public var passwordFile: String?
+        /// Topics are `<topicPrefix>/<store id>/…`.
+        public var topicPrefix = "coffee-tracker"
+        /// Home Assistant's discovery prefix.
+        public var discoveryPrefix = "homeassistant"
+        public var keepaliveS = 30
+    }
+}

@@ -1,0 +1,123 @@
+import CoffeeDomain
+import CoffeeLifecycle
+import CoffeeLogging
+import CoffeeTestKit
+import Foundation
+import HealthStore
+import Synchronization
+import Testing
+
+@testable import CoffeeAlerts
+@testable import CoffeeModel
+
+/// The rules' service (docs/protocol.md §16) over a real store and model,
+/// on injected clocks: the sleep threshold's crossing with no drink is found
+/// by the timer at its minute; what is decided is in the outbox with the
+/// rules' state, so a new service over the same store tells nothing again.
+@Suite("The alerts' service", .timeLimit(.minutes(1)))
+struct AlertServiceTests {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ct-alerts-\(UUID().uuidString)")
+    let wall = ManualClock(RFC3339.parse("2025-06-02T10:00:00Z")!)
+    let timers = TestClock()
+    let logger = Logger(label: "test")
+    let settings = LiveSettings(
+        defaults: PersonSettings(model: CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!)))
+
+    /// The rules without the bedtime warning, so that each test sees only what it is about.
+    var rules: AlertRules.Configuration {
+        var rules = AlertRules.Configuration()
+        rules.bedtimeMinutes = nil
+        return rules
+    }
+
+    func parts() async throws -> (HealthStore, ModelService, AlertService, Recorder) {
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let store = try HealthStore(
+            configuration: .init(path: dir.appendingPathComponent("s.sqlite").path, clock: wall), logger: logger)
+        let announced = Recorder()
+        let box = Mutex<AlertService?>(nil)
+        let model = ModelService(
+            store: store, cache: nil, settings: settings, clock: wall,
+            configuration: .init(roundInterval: .milliseconds(1), refreshInterval: .seconds(3600), clock: ContinuousClock()),
+            logger: logger, publish: { snapshot in box.withLock { $0 }?.observe(snapshot) })
+        let alerts = AlertService(
+            store: store, model: model, settings: settings, rules: rules, receivers: ["webhook"], wallClock: wall,
+            timerClock: timers, logger: logger, announce: { json in announced.append(json) },
+            wakeDeliverers: {})
+        box.withLock { $0 = alerts }
+        try await model.start()
+        try await alerts.start()
+        return (store, model, alerts, announced)
+    }
+
+    func rules(_ announced: Recorder) -> [String] {
+        announced.all.map { json in
+            guard case .string(let rule)? = json[member: "rule"], case .string(let event)? = json[member: "event"] else {
+                return "?"
+            }
+            return "\(rule) \(event)"
+        }
+    }
+
+    @Test func theSleepThresholdsCrossingIsToldAtItsMinuteWithNoDrink() async throws {
+        let (store, model, alerts, announced) = try await parts()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let group = ServiceGroup(services: [model, alerts], logger: logger)
+        let running = Task { try await group.run() }
+        _ = try await store.save([Drink(mgCaffeine: 100, date: wall.now())])
+        // The drink: no longer under the threshold (50 mg).
+        try await eventually { rules(announced) == ["sleepThreshold cleared"] }
+        let pending = try await store.dueAlerts(receiver: "webhook", nowMs: .max, limit: 10)
+        #expect(pending.count == 1)
+        // 100 mg halves in five hours: under 50 mg at 15:00. A minute before, nothing.
+        wall.advance(by: 5 * 3600 - 60)
+        timers.advance(by: .seconds(5 * 3600 - 60))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(rules(announced) == ["sleepThreshold cleared"])
+        wall.advance(by: 61)
+        timers.advance(by: .seconds(61))
+        try await eventually { rules(announced) == ["sleepThreshold cleared", "sleepThreshold fired"] }
+        let told = try #require(announced.all.last)
+        #expect(told[member: "message"] == .string("Caffeine is under 50 mg from 15:00 (50 mg now): fine to sleep."))
+        #expect(try await store.dueAlerts(receiver: "webhook", nowMs: .max, limit: 10).count == 2)
+        #expect(try await store.alertStates().contains(OutboxRuleState(rule: "sleepThreshold", active: true, key: "")))
+        group.triggerGracefulShutdown()
+        _ = try? await running.value
+        await store.close()
+    }
+
+    /// What was told stays told: a new service over the store, with the same model, tells nothing.
+    @Test func aRestartTellsNothingAgain() async throws {
+        let (store, model, alerts, announced) = try await parts()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try await store.save([Drink(mgCaffeine: 350, date: wall.now())])
+        let snapshot = try #require(await model.snapshot())
+        await alerts.evaluate(snapshot)
+        #expect(rules(announced) == ["levelOver fired", "sleepThreshold cleared"])
+        let again = AlertService(
+            store: store, model: model, settings: settings, rules: rules, receivers: ["webhook"], wallClock: wall,
+            timerClock: timers, logger: logger, announce: { json in announced.append(json) },
+            wakeDeliverers: {})
+        try await again.start()
+        await again.evaluate(snapshot)
+        #expect(announced.all.count == 2)
+        await store.close()
+    }
+
+    final class Recorder: Sendable {
+        private let items = Mutex<[JSONValue]>([])
+        func append(_ item: JSONValue) { items.withLock { $0.append(item) } }
+        var all: [JSONValue] { items.withLock { $0 } }
+    }
+
+    func eventually(_ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await !condition() {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the condition did not come true in 10 s")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}

@@ -1,0 +1,133 @@
+"""docs/protocol.md §16's MQTT against a real broker: Debian's `mosquitto`,
+started here on a port of the test's own. A paho-mqtt subscriber sees
+Home Assistant's discovery configurations and the retained states as Home
+Assistant reads them; the broker stopped and started again (its retained
+messages lost with it) while drinks keep coming: the store never waits,
+and the states come back, current, on the reconnection."""
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import Service, drink, wait_until
+from test_alerts import free_port
+
+paho = pytest.importorskip("paho.mqtt.client")
+pytestmark = pytest.mark.skipif(shutil.which("mosquitto") is None and not os.path.exists("/usr/sbin/mosquitto"),
+                                reason="no mosquitto (apt-get install mosquitto)")
+MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+
+
+class Broker:
+    """mosquitto on 127.0.0.1:`port`, anonymous, without persistence: a restart forgets every retained message."""
+
+    def __init__(self, folder, port):
+        self.port = port
+        self.config = os.path.join(folder, "mosquitto.conf")
+        with open(self.config, "w") as f:
+            f.write(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+        self.log = open(os.path.join(folder, "mosquitto.log"), "ab")
+        self.process = None
+
+    def start(self):
+        self.process = subprocess.Popen([MOSQUITTO, "-c", self.config], stdout=self.log, stderr=self.log)
+        wait_until(self.answers, timeout=10, what="mosquitto listening")
+        return self
+
+    def answers(self):
+        import socket
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                return True
+        except OSError:
+            return False
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+class Watcher:
+    """A paho-mqtt subscriber to everything: the last payload of each topic, and whether it came retained."""
+
+    def __init__(self, port):
+        self.messages, self.lock = {}, threading.Lock()
+        self.client = paho.Client(paho.CallbackAPIVersion.VERSION2)
+        self.client.on_message = self.on_message
+        self.client.connect("127.0.0.1", port)
+        self.client.subscribe("#")
+        self.client.loop_start()
+
+    def on_message(self, client, userdata, message):
+        with self.lock:
+            self.messages[message.topic] = (message.payload.decode(), message.retain)
+
+    def get(self, topic):
+        with self.lock:
+            return self.messages.get(topic)
+
+    def matching(self, prefix):
+        with self.lock:
+            return {t: v for t, v in self.messages.items() if t.startswith(prefix)}
+
+    def close(self):
+        self.client.loop_stop()
+        self.client.disconnect()
+
+
+def test_home_assistant_discovers_the_sensors_and_the_states_come_back_after_the_broker_restarts(folder):
+    os.makedirs(folder, exist_ok=True)
+    port = free_port()
+    broker = Broker(folder, port).start()
+    s = Service(folder, {"mqtt": {"host": "127.0.0.1", "port": port}}).start()
+    watchers = []
+    try:
+        assert s.request({"op": "add", "drinks": [drink(mg=200.0, offset_s=-60)]})["ok"]
+        store = s.request({"op": "ping"})["store"].replace("-", "").lower()
+        node = f"coffee_tracker_{store}"
+        # A subscriber that comes later still gets everything: it is retained.
+        time.sleep(0.5)
+        w = Watcher(port)
+        watchers.append(w)
+        wait_until(lambda: len(w.matching(f"homeassistant/sensor/{node}/")) == 5, what="five discovery configurations")
+        configs = {t.split("/")[3]: (json.loads(p), r) for t, (p, r) in w.matching("homeassistant/sensor/").items()}
+        assert all(retained for _, retained in configs.values())
+        caffeine = configs["caffeine"][0]
+        assert caffeine["unique_id"] == f"{node}_caffeine" and caffeine["unit_of_measurement"] == "mg"
+        assert caffeine["state_topic"] == f"coffee-tracker/{node}/caffeine"
+        assert caffeine["device"]["identifiers"] == [node] and caffeine["device"]["name"] == "Coffee Tracker"
+        assert configs["under_threshold_at"][0]["device_class"] == "timestamp"
+        assert configs["level"][0]["device_class"] == "enum" and configs["level"][0]["options"] == ["green", "yellow", "red"]
+        assert w.get(f"coffee-tracker/{node}/availability") == ("online", True)
+        wait_until(lambda: (w.get(f"coffee-tracker/{node}/today") or ("",))[0] == "200", what="today's 200 mg")
+        mg, retained = w.get(f"coffee-tracker/{node}/caffeine")
+        assert retained and 199 < float(mg) <= 200
+        assert w.get(f"coffee-tracker/{node}/cups_today")[0] == "2.08"
+
+        # The broker goes away; drinks keep coming and are answered as fast as ever.
+        w.close()
+        watchers.clear()
+        broker.stop()
+        started = time.time()
+        for _ in range(20):
+            assert s.request({"op": "add", "drinks": [drink(mg=10.0, offset_s=-30)]})["ok"]
+        assert time.time() - started < 5
+        wait_until(lambda: s.request({"op": "stats"})["mqtt"]["connected"] is False, what="the broker seen away")
+        assert "mqtt: not connected" in __import__("test_operations").http(s, "/readyz")[1]
+        broker = Broker(folder, port).start()  # a new broker: no retained message survives
+        w = Watcher(port)
+        watchers.append(w)
+        wait_until(lambda: (w.get(f"coffee-tracker/{node}/today") or ("",))[0] == "400", timeout=60,
+                   what="the states published again, current, after the reconnection")
+        assert len(w.matching(f"homeassistant/sensor/{node}/")) == 5
+        assert s.request({"op": "stats"})["mqtt"]["connections"] >= 2
+    finally:
+        for w in watchers:
+            w.close()
+        s.stop()
+        broker.stop()
