@@ -34,8 +34,8 @@ class Receiver:
     what it answers, in order (the last one from then on); every request
     is kept with the status it got."""
 
-    def __init__(self, port, answers=(200,)):
-        self.port, self.answers, self.requests = port, list(answers), []
+    def __init__(self, port, answers=(200,), closing=False):
+        self.port, self.answers, self.requests, self.closing = port, list(answers), [], closing
         self.lock = threading.Lock()
         receiver = self
 
@@ -49,6 +49,9 @@ class Receiver:
                     receiver.requests.append((dict(self.headers), body, status))
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
+                if receiver.closing:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
                 self.end_headers()
 
             def log_message(self, *args):
@@ -222,3 +225,30 @@ def test_configuration_errors_name_the_key(folder, alerts, mqtt, key):
     s = Service(folder, config)
     result = s.run_cli("check")
     assert result.returncode != 0 and key in result.stdout + result.stderr, result.stdout + result.stderr
+
+
+def test_alerts_too_old_or_refused_go_to_the_dead_letter_file(folder):
+    """A receiver that answers 400 has the alert dropped at once; one that is
+    down past alerts.maxAgeS has it dropped then: each with its reason in
+    alerts-dropped.jsonl, counted, and gone from the outbox."""
+    os.makedirs(folder, exist_ok=True)
+    port = free_port()
+    refusing = Receiver(port, answers=(400,), closing=True)  # no kept connection outlives it
+    s = alert_service(folder, port, extra={"maxAgeS": 1.5}).start()
+    try:
+        assert s.request({"op": "add", "drinks": [drink(mg=350.0, offset_s=-10)]})["ok"]
+        wait_until(lambda: stats(s)["alerts.webhook"]["dropped"] == 2, what="two alerts refused and dropped")
+        refusing.stop()
+        # Down now: the next alert waits, is retried, and is dropped once older than 1.5 s.
+        assert s.request({"op": "add", "drinks": [drink(mg=100.0, offset_s=-5)]})["ok"]
+        wait_until(lambda: stats(s)["alerts.webhook"]["dropped"] == 3, what="the old alert dropped")
+        counts = stats(s)["alerts.webhook"]
+        assert counts["pending"] == 0 and counts["delivered"] == 0 and counts["retried"] >= 1, counts
+        lines = [json.loads(line) for line in (s.data / "alerts-dropped.jsonl").read_text().splitlines()]
+        assert len(lines) == 3 and all(line["topic"] == "alert.webhook" for line in lines)
+        assert sum("HTTP 400" in line["reason"] for line in lines) == 2
+        assert "undelivered after" in lines[2]["reason"] and "alerts.maxAgeS" in lines[2]["reason"]
+        import base64
+        assert json.loads(base64.b64decode(lines[2]["body"]))["rule"] == "dailyLimit"
+    finally:
+        s.stop()
