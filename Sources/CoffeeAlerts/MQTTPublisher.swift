@@ -13,7 +13,7 @@ import Synchronization
 /// on each (re)connection the discovery, "online" and the newest states are
 /// sent again, so a broker that lost them has them back. The broker's last
 /// will says "offline".
-public final class MQTTPublisher: Service, @unchecked Sendable {
+public final class MQTTPublisher: Service, Sendable {
     public struct Configuration: Sendable {
         public var host: String
         public var port: Int
@@ -48,8 +48,12 @@ public final class MQTTPublisher: Service, @unchecked Sendable {
     let configuration: Configuration
     let states: MQTTStates
     let logger: Logger
-    /// Set once in `start`; used from libmosquitto's thread and the model's turn.
-    private var mosq: OpaquePointer?
+    /// libmosquitto's handle, from `start` until `run` ends: sends hold the
+    /// lock, so that none uses it while it is destroyed.
+    private let handle = Mutex<Handle?>(nil)
+    private struct Handle: @unchecked Sendable {  // libmosquitto's calls are thread-safe
+        let mosq: OpaquePointer
+    }
     private let status = Mutex(Status())
     /// The newest states, sent on each connection.
     private let latest = Mutex<[(topic: String, payload: String)]>([])
@@ -67,7 +71,7 @@ public final class MQTTPublisher: Service, @unchecked Sendable {
         guard let mosq = mosquitto_new("\(states.node)_\(getpid())", true, Unmanaged.passUnretained(self).toOpaque()) else {
             throw MQTTError("mosquitto_new failed")
         }
-        self.mosq = mosq
+        handle.withLock { $0 = Handle(mosq: mosq) }
         if let username = configuration.username {
             try check(mosquitto_username_pw_set(mosq, username, configuration.password), "mqtt.username")
         }
@@ -93,14 +97,17 @@ public final class MQTTPublisher: Service, @unchecked Sendable {
 
     public func run() async throws {
         await gracefulShutdown()
-        guard let mosq else { return }
-        if current.connected {
-            mosquitto_publish(mosq, nil, states.availabilityTopic, 7, "offline", 1, true)
-        }
+        if current.connected { send([(states.availabilityTopic, "offline")]) }
+        // Taken out first: a send from now on (the model's last rounds, a callback) does nothing.
+        guard
+            let mosq = handle.withLock({ handle in
+                defer { handle = nil }
+                return handle?.mosq
+            })
+        else { return }
         mosquitto_disconnect(mosq)
         mosquitto_loop_stop(mosq, false)
         mosquitto_destroy(mosq)
-        self.mosq = nil
     }
 
     /// The newest model: sent now when connected, kept for the next connection otherwise.
@@ -112,11 +119,16 @@ public final class MQTTPublisher: Service, @unchecked Sendable {
     }
 
     private func send(_ messages: [(topic: String, payload: String)]) {
-        guard let mosq else { return }
-        var sent = 0
-        for (topic, payload) in messages {
-            let bytes = Array(payload.utf8)
-            if mosquitto_publish(mosq, nil, topic, Int32(bytes.count), bytes, 1, true) == MOSQ_ERR_SUCCESS.rawValue { sent += 1 }
+        let sent = handle.withLock { handle -> Int in
+            guard let mosq = handle?.mosq else { return 0 }
+            var sent = 0
+            for (topic, payload) in messages {
+                let bytes = Array(payload.utf8)
+                if mosquitto_publish(mosq, nil, topic, Int32(bytes.count), bytes, 1, true) == MOSQ_ERR_SUCCESS.rawValue {
+                    sent += 1
+                }
+            }
+            return sent
         }
         status.withLock { $0.published += sent }
     }

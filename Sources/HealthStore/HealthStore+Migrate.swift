@@ -99,20 +99,20 @@ extension HealthStore {
                 progress(result.drinks + result.tombstones, total)
                 if rows < migrationPage { break }
             }
-            for row in try HealthStore.readSettingsRows(file) {
+            // The person's settings, the alerts' state and what waits in the outbox (§15, §16).
+            let kept = try Statements(file)
+            defer { kept.finalize() }
+            for row in try kept.settingsRows() {
                 try into.putSetting(scope: row.scope, name: row.name, value: row.value, anchor: row.anchor)
+            }
+            for state in try kept.alertStates() { try into.putAlertState(state) }
+            for (receiver, _) in try kept.outboxSummary() {
+                for item in try kept.outboxItems(receiver: receiver, dueBy: .max, limit: .max) { try into.putOutboxItem(item) }
             }
             try into.setMeta("anchor", anchor)
             try into.setMeta("purged_anchor", purged)
             try StoreIdentityRecord.write(identity, standby: false, to: db)
         }
         return result
-    }
-
-    /// A file's settings rows, read apart from any store (`migrate`).
-    static func readSettingsRows(_ file: Database) throws -> [(scope: String, name: String, value: String, anchor: Int64)] {
-        let statements = try Statements(file)
-        defer { statements.finalize() }
-        return try statements.settingsRows()
     }
 }

@@ -281,6 +281,9 @@ def test_migrate_copies_a_sqlite_store_with_its_anchors_tombstones_and_identity(
     assert lite.request({"op": "delete", "deletions": [drinks[3]["uuid"], drinks[25]["uuid"]]})["ok"]
     replaced = dict(drinks[7], version=2, mgCaffeine=12)
     assert lite.request({"op": "add", "drinks": [replaced]})["ok"]
+    # A setting (§15: a change with an anchor of its own), and the alerts told (§16: their state kept).
+    assert lite.request({"op": "putSettings", "settings": {"halfLifeHours": 3}})["anchor"] == 34
+    wait_until(lambda: lite.request({"op": "stats"})["alertsTold"] == 4, what="the four alerts told")
     expected = lite.request({"op": "changes", "anchor": 0, "limit": 1000})
     live = lite.request({"op": "changes", "anchor": None, "limit": 1000})
     lite.stop()
@@ -289,7 +292,7 @@ def test_migrate_copies_a_sqlite_store_with_its_anchors_tombstones_and_identity(
     pg = shared(folder, "pg", conninfo)
     out = pg.run_cli("migrate", "--from", str(lite.data / "coffee-tracker.sqlite"))
     assert out.returncode == 0, out.stderr
-    assert "28 drinks, 2 tombstones, anchor 33" in out.stdout, out.stdout
+    assert "28 drinks, 2 tombstones, anchor 34" in out.stdout, out.stdout
     pg.start()
     got = pg.request({"op": "changes", "anchor": 0, "limit": 1000})
     for key in ("added", "deleted", "anchor", "store", "epoch"):
@@ -297,8 +300,13 @@ def test_migrate_copies_a_sqlite_store_with_its_anchors_tombstones_and_identity(
     assert pg.request({"op": "changes", "anchor": None, "limit": 1000})["added"] == live["added"]
     # The rules go on over the copy: the tombstone keeps a late save out, a new drink takes the next anchor.
     late = pg.request({"op": "add", "drinks": [drinks[3]]})
-    assert late["duplicates"] == 1 and late["anchor"] == 33
-    assert pg.request({"op": "add", "drinks": [drink()]})["anchor"] == 34
+    assert late["duplicates"] == 1 and late["anchor"] == 34
+    assert pg.request({"op": "add", "drinks": [drink()]})["anchor"] == 35
+    # The setting came along, and what was told stays told.
+    assert pg.request({"op": "settings"})["settings"]["halfLifeHours"] == 3
+    assert pg.request({"op": "model"})["halfLifeHours"] == 3
+    time.sleep(0.5)
+    assert pg.request({"op": "stats"})["alertsTold"] == 0
     pg.stop()
     # Into a database that holds changes: refused, nothing written.
     again = pg.run_cli("migrate", "--from", str(lite.data / "coffee-tracker.sqlite"))
