@@ -58,10 +58,19 @@ public final class MQTTPublisher: Service, Sendable {
     /// The newest states, sent on each connection.
     private let latest = Mutex<[(topic: String, payload: String)]>([])
 
-    public init(configuration: Configuration, states: MQTTStates, logger: Logger) {
+    /// Messages of the command topics (`drink.add`, `drink.delete`), on
+    /// libmosquitto's thread: the bus's topic and the payload. Nil: the
+    /// publisher subscribes to nothing (`mqtt.acceptDrinks` off).
+    let commands: (@Sendable (String, [UInt8]) -> Void)?
+
+    public init(
+        configuration: Configuration, states: MQTTStates, logger: Logger,
+        commands: (@Sendable (String, [UInt8]) -> Void)? = nil
+    ) {
         self.configuration = configuration
         self.states = states
         self.logger = logger
+        self.commands = commands
     }
 
     public var current: Status { status.withLock { $0 } }
@@ -84,6 +93,11 @@ public final class MQTTPublisher: Service, Sendable {
         }
         mosquitto_disconnect_callback_set(mosq) { _, object, code in
             MQTTPublisher.from(object).disconnected(code)
+        }
+        mosquitto_message_callback_set(mosq) { _, object, message in
+            guard let message = message?.pointee, let topic = message.topic else { return }
+            let payload = message.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen))) } ?? []
+            MQTTPublisher.from(object).received(String(cString: topic), payload)
         }
         // An unreachable broker is not an error: the loop keeps trying.
         let code = mosquitto_connect_async(mosq, configuration.host, Int32(configuration.port), Int32(configuration.keepalive))
@@ -152,6 +166,18 @@ public final class MQTTPublisher: Service, Sendable {
         }
         logger.info("connected to the MQTT broker", metadata: ["host": "\(configuration.host)", "port": "\(configuration.port)"])
         send(states.discovery + [(states.availabilityTopic, "online")] + latest.withLock { $0 })
+        if commands != nil {
+            handle.withLock { handle in
+                guard let mosq = handle?.mosq else { return }
+                for name in MQTTStates.commands { mosquitto_subscribe(mosq, nil, states.commandTopic(name), 1) }
+            }
+        }
+    }
+
+    /// A command topic's message, handed on as the bus's topic.
+    private func received(_ topic: String, _ payload: [UInt8]) {
+        guard let commands, let name = MQTTStates.commands.first(where: { states.commandTopic($0) == topic }) else { return }
+        commands(name, payload)
     }
 
     private func disconnected(_ code: Int32) {

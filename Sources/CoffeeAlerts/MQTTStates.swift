@@ -45,6 +45,12 @@ public struct MQTTStates: Sendable {
 
     public func stateTopic(_ object: String) -> String { "\(topicPrefix)/\(node)/\(object)" }
 
+    /// A command topic (`drink.add`, `drink.delete`): the bus's topics under the node (§16).
+    public func commandTopic(_ name: String) -> String { "\(topicPrefix)/\(node)/\(name)" }
+
+    /// The bus's topics that the broker's command topics stand for.
+    public static let commands = ["drink.add", "drink.delete"]
+
     /// Each sensor's discovery topic and configuration, retained.
     public var discovery: [(topic: String, payload: String)] {
         Self.sensors.map { sensor in

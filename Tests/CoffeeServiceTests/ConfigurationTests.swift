@@ -88,7 +88,7 @@ struct ConfigurationTests {
                         "retryInitialS": 2, "retryMaxS": 9, "webhook": {"url": "https://hooks.example/x", "secretFile": "w"},
                         "ntfy": {"url": "https://ntfy.sh/coffee", "tokenFile": "n"}},
              "mqtt": {"host": "broker", "port": 8883, "tls": {"caFile": "ca.pem"}, "username": "u", "passwordFile": "p",
-                      "topicPrefix": "home/coffee", "discoveryPrefix": "ha", "keepaliveS": 60}}
+                      "topicPrefix": "home/coffee", "discoveryPrefix": "ha", "keepaliveS": 60, "acceptDrinks": true}}
             """#)
         let defaults = try parse("{}")
         // store.postgresql cannot be set with follow (a standby is PostgreSQL's own): it is read on its own.

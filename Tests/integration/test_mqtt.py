@@ -131,3 +131,40 @@ def test_home_assistant_discovers_the_sensors_and_the_states_come_back_after_the
             w.close()
         s.stop()
         broker.stop()
+
+
+def test_drinks_from_the_command_topics_follow_the_bus_rules(folder):
+    os.makedirs(folder, exist_ok=True)
+    port = free_port()
+    broker = Broker(folder, port).start()
+    s = Service(folder, {"mqtt": {"host": "127.0.0.1", "port": port, "acceptDrinks": True}}).start()
+    off = Service(os.path.join(folder, "off"), {"mqtt": {"host": "127.0.0.1", "port": port}}).start()
+    sender = paho.Client(paho.CallbackAPIVersion.VERSION2)
+    sender.connect("127.0.0.1", port)
+    sender.loop_start()
+    try:
+        node = "coffee_tracker_" + s.request({"op": "ping"})["store"].replace("-", "").lower()
+        off_node = "coffee_tracker_" + off.request({"op": "ping"})["store"].replace("-", "").lower()
+        wait_until(lambda: s.request({"op": "stats"})["mqtt"]["connected"], what="the service connected")
+        good = drink(mg=64.0)
+        sender.publish(f"coffee-tracker/{node}/drink.add", json.dumps(good), qos=1).wait_for_publish(5)
+        wait_until(lambda: any(d["uuid"] == good["uuid"] for d in s.all_changes()[0]), what="the drink stored")
+        stored = next(d for d in s.all_changes()[0] if d["uuid"] == good["uuid"])
+        assert stored["source"] == "mqtt" and stored["mgCaffeine"] == 64
+        # Refused as the bus refuses: to the dead-letter file, counted, and the service goes on.
+        sender.publish(f"coffee-tracker/{node}/drink.add", json.dumps({"uuid": "nope", "mgCaffeine": 5}), qos=1)
+        wait_until(lambda: s.request({"op": "stats"})["rejected"] == 1, what="the bad drink rejected")
+        line = json.loads((s.data / "rejected.jsonl").read_text().splitlines()[-1])
+        assert line["topic"] == "mqtt:drink.add" and "uuid" in line["reason"], line
+        sender.publish(f"coffee-tracker/{node}/drink.delete", json.dumps([good["uuid"]]), qos=1)
+        wait_until(lambda: good["uuid"] in [d["uuid"] for d in s.all_changes(anchor=0)[1]], what="the deletion stored")
+        # Without mqtt.acceptDrinks, the service takes nothing from its command topic.
+        sender.publish(f"coffee-tracker/{off_node}/drink.add", json.dumps(drink()), qos=1).wait_for_publish(5)
+        time.sleep(1)
+        assert off.request({"op": "ping"})["anchor"] == 0
+    finally:
+        sender.loop_stop()
+        sender.disconnect()
+        s.stop()
+        off.stop()
+        broker.stop()

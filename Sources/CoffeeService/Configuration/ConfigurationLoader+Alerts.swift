@@ -67,6 +67,7 @@ extension ConfigurationLoader {
             mqtt[keyPath: path] = v
         }
         if let v = try reader.int(s, "mqtt.keepaliveS", min: 5) { mqtt.keepaliveS = v }
+        if let v = try reader.bool(s, "mqtt.acceptDrinks") { mqtt.acceptDrinks = v }
         return mqtt
     }
 

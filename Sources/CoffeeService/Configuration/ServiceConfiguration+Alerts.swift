@@ -58,5 +58,7 @@ extension ServiceConfiguration {
         /// Home Assistant's discovery prefix.
         public var discoveryPrefix = "homeassistant"
         public var keepaliveS = 30
+        /// Take drinks from the command topics `<topicPrefix>/<node>/drink.add` and `…/drink.delete`.
+        public var acceptDrinks = false
     }
 }

@@ -206,6 +206,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Key("mqtt.port", \.mqtt?.port), Key("mqtt.tls.caFile", \.mqtt?.caFile), Key("mqtt.username", \.mqtt?.username),
         Key("mqtt.passwordFile", \.mqtt?.passwordFile), Key("mqtt.topicPrefix", \.mqtt?.topicPrefix),
         Key("mqtt.discoveryPrefix", \.mqtt?.discoveryPrefix), Key("mqtt.keepaliveS", \.mqtt?.keepaliveS),
+        Key("mqtt.acceptDrinks", \.mqtt?.acceptDrinks),
     ]
 
     /// One key of the file: its name, and whether two configurations differ in it.

@@ -20,12 +20,13 @@ extension IngestEndpoint {
     /// Under CURVE (`registry` set), `client` is its connection's `User-Id`;
     /// a client no longer admitted (removed by a reload) is `unauthorized`,
     /// and an admitted one's drinks default to `source` "bus:<name>".
+    /// `channel` is the drinks' default `source` (`mqtt` for the broker's command topics, §16).
     static func decode(
         _ frames: [UnsafeRawBufferPointer], decoder: BatchDecoder, now: Date, client: String? = nil,
-        registry: ClientRegistry? = nil
+        registry: ClientRegistry? = nil, channel: String = "bus"
     ) -> Outcome {
         let (topic, body) = split(frames)
-        var source = "bus"
+        var source = channel
         if let registry {
             guard let client, let admitted = registry.client(named: client), admitted.roles.contains(.publish) else {
                 let topicText = topic.map { String(decoding: $0, as: UTF8.self) } ?? ""

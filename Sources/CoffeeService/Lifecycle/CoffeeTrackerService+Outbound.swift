@@ -10,7 +10,8 @@ import HealthStore
 extension CoffeeTrackerService {
     /// Nil on a standby: its primary tells the person.
     func makeOutbound(
-        store: HealthStore, model: ModelService, settings: LiveSettings, broadcaster: Broadcaster, standby: Bool
+        store: HealthStore, model: ModelService, settings: LiveSettings, broadcaster: Broadcaster, standby: Bool,
+        commands: MQTTCommands
     ) throws -> Outbound? {
         guard !standby else { return nil }
         let c = configuration
@@ -52,7 +53,7 @@ extension CoffeeTrackerService {
                 states: MQTTStates(
                     topicPrefix: m.topicPrefix, discoveryPrefix: m.discoveryPrefix, store: store.identity.store,
                     version: String(cString: coffee_tracker_version())),
-                logger: self.logger.part("mqtt"))
+                logger: self.logger.part("mqtt"), commands: m.acceptDrinks ? commands.take : nil)
         }
         return Outbound(alerts: alerts, deliverers: deliverers, mqtt: mqtt)
     }

@@ -45,8 +45,13 @@ extension CoffeeTrackerService {
                         http.publish(event: HTTPResponse.event("model", json: body))
                     }
                 })
+            // One dead-letter file, which the bus and the broker's command topics share.
+            let deadLetters = DeadLetterFile(path: c.deadLetterPath)
             let outbound = try makeOutbound(
-                store: store, model: model, settings: settings, broadcaster: broadcaster, standby: standby != nil)
+                store: store, model: model, settings: settings, broadcaster: broadcaster, standby: standby != nil,
+                commands: MQTTCommands(
+                    store: store, decoder: BatchDecoder(validator: validator), deadLetters: deadLetters, counters: counters,
+                    clock: clock, logger: logger.part("mqtt")))
             let handler = QueryHandler(
                 store: store, model: model, validator: validator, counters: counters, clock: clock,
                 maxMessageBytes: c.limits.maxMessageBytes, registry: security.registry, backupDirectory: c.backupPath,
@@ -60,7 +65,7 @@ extension CoffeeTrackerService {
                 : IngestEndpoint(
                     configuration: c.ingestConfiguration(curve: security.server("ingest"), keys: security.keys),
                     context: context, store: store.submissions, decoder: BatchDecoder(validator: validator),
-                    deadLetters: DeadLetterFile(path: c.deadLetterPath), counters: counters, clock: clock,
+                    deadLetters: deadLetters, counters: counters, clock: clock,
                     registry: security.registry, logger: logger.part("ingest"))
             let inbox =
                 standby != nil

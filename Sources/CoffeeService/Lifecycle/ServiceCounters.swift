@@ -29,6 +29,8 @@ public final class ServiceCounters: Sendable {
     public let receivedQuery = Atomic<Int>(0)
     public let receivedInbox = Atomic<Int>(0)
     public let receivedHTTP = Atomic<Int>(0)
+    /// Drinks taken from the MQTT broker's command topics (docs/protocol.md §16).
+    public let receivedMQTT = Atomic<Int>(0)
     /// Query requests answered with an error of the request's making
     /// (`bad_request`, `invalid_drink`, `too_large`).
     public let queryRejected = Atomic<Int>(0)
@@ -48,10 +50,11 @@ public final class ServiceCounters: Sendable {
         case .query: receivedQuery.add(n, ordering: .relaxed)
         case .inbox: receivedInbox.add(n, ordering: .relaxed)
         case .http: receivedHTTP.add(n, ordering: .relaxed)
+        case .mqtt: receivedMQTT.add(n, ordering: .relaxed)
         }
     }
 
-    public enum Channel: String, Sendable, CaseIterable { case bus, query, inbox, http }
+    public enum Channel: String, Sendable, CaseIterable { case bus, query, inbox, http, mqtt }
 }
 
 extension Atomic where Value == Int {

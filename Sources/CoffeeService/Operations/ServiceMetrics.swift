@@ -29,6 +29,7 @@ struct ServiceMetrics: Sendable {
             [
                 ([("channel", "bus")], Double(c.receivedBus.value)), ([("channel", "query")], Double(c.receivedQuery.value)),
                 ([("channel", "inbox")], Double(c.receivedInbox.value)), ([("channel", "http")], Double(c.receivedHTTP.value)),
+                ([("channel", "mqtt")], Double(c.receivedMQTT.value)),
             ])
         m.counter(
             "coffee_tracker_drinks_stored_total", "Changes that took effect (each took an anchor).",
