@@ -184,8 +184,9 @@ public final class MQTTPublisher: Service, Sendable {
         let reason = code == 0 ? "disconnected" : "the connection was lost (\(String(cString: mosquitto_strerror(code))))"
         let was = status.withLock { status -> Bool in
             defer {
+                // A broker's refusal (a wrong password) stays the reason while it refuses.
+                if status.connected || status.problem == nil { status.problem = reason }
                 status.connected = false
-                status.problem = reason
             }
             return status.connected
         }

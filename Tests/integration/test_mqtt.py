@@ -4,6 +4,7 @@ Home Assistant's discovery configurations and the retained states as Home
 Assistant reads them; the broker stopped and started again (its retained
 messages lost with it) while drinks keep coming: the store never waits,
 and the states come back, current, on the reconnection."""
+import getpass
 import json
 import os
 import shutil
@@ -39,17 +40,21 @@ class Broker:
         return self
 
     def answers(self):
-        import socket
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                return True
-        except OSError:
-            return False
+        return listening(self.port)
 
     def stop(self):
         if self.process and self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=10)
+
+
+def listening(port):
+    import socket
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
 
 
 class Watcher:
@@ -168,3 +173,58 @@ def test_drinks_from_the_command_topics_follow_the_bus_rules(folder):
         s.stop()
         off.stop()
         broker.stop()
+
+
+def test_a_broker_over_tls_with_a_password(folder):
+    """mqtt.tls.caFile, mqtt.username and mqtt.passwordFile against a
+    mosquitto that listens only over TLS (a certificate made here with
+    openssl) and takes only that user: the states arrive; a wrong password
+    is a state (not connected, the broker's refusal named), never a stop."""
+    from test_http import make_certificate
+    os.makedirs(folder, exist_ok=True)
+    cert, key = make_certificate(folder, "broker")
+    passwords = os.path.join(folder, "broker.passwd")
+    subprocess.run(["mosquitto_passwd", "-b", "-c", passwords, "coffee", "s3cret"], check=True, capture_output=True)
+    port = free_port()
+    config = os.path.join(folder, "mosquitto-tls.conf")
+    with open(config, "w") as f:
+        # As root, mosquitto drops to its own user unless told not to, and could not read the key (0600).
+        f.write(f"listener {port} 127.0.0.1\ncertfile {cert}\nkeyfile {key}\nuser {getpass.getuser()}\n"
+                f"allow_anonymous false\npassword_file {passwords}\npersistence false\n")
+    log = open(os.path.join(folder, "mosquitto-tls.log"), "ab")
+    broker = subprocess.Popen([MOSQUITTO, "-c", config], stdout=log, stderr=log)
+    with open(os.path.join(folder, "mqtt.password"), "w") as f:
+        f.write("s3cret\n")
+    with open(os.path.join(folder, "wrong.password"), "w") as f:
+        f.write("nope\n")
+    mqtt = {"host": "localhost", "port": port, "tls": {"caFile": str(cert)}, "username": "coffee"}
+    s = Service(os.path.join(folder, "good"), {"mqtt": {**mqtt, "passwordFile": os.path.join(folder, "mqtt.password")}})
+    bad = Service(os.path.join(folder, "bad"), {"mqtt": {**mqtt, "passwordFile": os.path.join(folder, "wrong.password")}})
+    watcher = paho.Client(paho.CallbackAPIVersion.VERSION2)
+    started = []
+    try:
+        wait_until(lambda: broker.poll() is not None or listening(port), timeout=10, what="mosquitto over TLS")
+        assert broker.poll() is None, open(os.path.join(folder, "mosquitto-tls.log")).read()
+        started += [s.start(), bad.start()]
+        assert s.request({"op": "add", "drinks": [drink(mg=120.0, offset_s=-60)]})["ok"]
+        node = "coffee_tracker_" + s.request({"op": "ping"})["store"].replace("-", "").lower()
+        seen = {}
+        watcher.username_pw_set("coffee", "s3cret")
+        watcher.tls_set(ca_certs=str(cert))
+        watcher.on_message = lambda c, u, m: seen.__setitem__(m.topic, m.payload.decode())
+        watcher.connect("localhost", port)
+        watcher.subscribe(f"coffee-tracker/{node}/#")
+        watcher.loop_start()
+        wait_until(lambda: seen.get(f"coffee-tracker/{node}/today") == "120", what="the states over TLS")
+        assert s.request({"op": "stats"})["mqtt"]["connected"] is True
+        wait_until(lambda: bad.request({"op": "stats"})["mqtt"]["problem"] not in (None, "connecting"),
+                   what="the wrong password refused")
+        refused = bad.request({"op": "stats"})["mqtt"]
+        assert refused["connected"] is False and "not authori" in refused["problem"].lower(), refused
+        assert bad.request({"op": "add", "drinks": [drink()]})["ok"]  # the service goes on
+    finally:
+        watcher.loop_stop()
+        for service in started:
+            service.stop()
+        broker.terminate()
+        broker.wait(10)
