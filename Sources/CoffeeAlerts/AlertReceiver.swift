@@ -1,5 +1,6 @@
 import CoffeeDomain
 import Foundation
+import HealthStore
 
 /// Where alerts go (docs/protocol.md §16), and what each is sent as.
 public enum AlertReceiver: Sendable, Hashable {
@@ -27,17 +28,14 @@ public enum AlertReceiver: Sendable, Hashable {
     /// The header that carries the webhook's signature: `sha256=` and the hex HMAC.
     public static let signatureHeader = "X-Coffee-Tracker-Signature"
 
-    /// The request for an alert whose outbox body is `body` (its JSON).
-    func request(_ body: String) -> (headers: [(String, String)], body: [UInt8]) {
-        let bytes = Array(body.utf8)
+    /// The request for the outbox's `item` (its body is the alert's JSON, its id the alert's).
+    func request(_ item: OutboxItem) -> (headers: [(String, String)], body: [UInt8]) {
+        let bytes = Array(item.body.utf8)
         switch self {
         case .webhook(_, let secret):
-            let id = (try? JSONReader.parse(Data(bytes)))?[member: "id"].flatMap {
-                if case .string(let s) = $0 { s } else { nil }
-            }
             return (
                 [
-                    ("Content-Type", "application/json"), ("Idempotency-Key", id ?? ""),
+                    ("Content-Type", "application/json"), ("Idempotency-Key", item.id),
                     (Self.signatureHeader, "sha256=" + HTTPPoster.hmacSHA256(key: secret, bytes)),
                 ], bytes
             )
@@ -60,7 +58,7 @@ public enum AlertReceiver: Sendable, Hashable {
         }
     }
 
-    /// A header value without line breaks or bytes outside ASCII (ntfy reads UTF-8 titles; curl sends bytes as given).
+    /// A header value without control characters (a line break would end the header).
     static func headerSafe(_ text: String) -> String {
         String(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.map(Character.init))
     }

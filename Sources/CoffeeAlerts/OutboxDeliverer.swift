@@ -132,7 +132,7 @@ public final class OutboxDeliverer: Service, Sendable {
                 done.append(item)
                 continue
             }
-            let (headers, body) = receiver.request(item.body)
+            let (headers, body) = receiver.request(item)
             switch poster.post(receiver.url, headers: headers, body: body) {
             case .answered(let status) where (200..<300).contains(status):
                 done.append(item)
