@@ -8,7 +8,7 @@ extension AlertEvent {
             ("id", .string(id)), ("rule", .string(rule.rawValue)), ("event", .string(fired ? "fired" : "cleared")),
             ("at", .string(RFC3339.string(at))), ("title", .string(title)), ("message", .string(message)),
             ("mgCaffeine", .double((mgCaffeine * 10).rounded() / 10)), ("mgToday", .double((mgToday * 10).rounded() / 10)),
-            ("limitMg", .double(limitMg)), ("key", .string(key)),
+            ("limitMg", .double(limitMg)), ("key", .string(key)), ("anchor", .int(anchor)),
         ])
     }
 }

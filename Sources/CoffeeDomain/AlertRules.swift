@@ -44,6 +44,8 @@ public struct AlertEvent: Sendable, Hashable {
     public var mgCaffeine: Double
     public var mgToday: Double
     public var limitMg: Double
+    /// The store anchor the model reflected (docs/protocol.md §3: every update message carries one).
+    public var anchor: Int64 = 0
 }
 
 /// The rules as the configuration and the person's settings set them.
@@ -243,6 +245,6 @@ public struct AlertRules: Sendable {
         }
         return AlertEvent(
             rule: rule, fired: fired, at: s.at, key: key, title: title, message: message, mgCaffeine: s.mgCaffeine,
-            mgToday: Self.mgToday(s), limitMg: limit)
+            mgToday: Self.mgToday(s), limitMg: limit, anchor: s.anchor)
     }
 }

@@ -99,6 +99,7 @@ def test_webhook_down_then_500_then_200_delivers_each_alert_once_signed(folder):
         assert s.request({"op": "add", "drinks": [first]})["ok"]
         told = [next_message(feed, topics=(b"alert",), what="an alert message")[1] for _ in range(2)]
         assert sorted((a["rule"], a["event"]) for a in told) == [("levelOver", "fired"), ("sleepThreshold", "cleared")]
+        assert all(a["anchor"] == 1 for a in told), told  # the model of the drink's commit (§3: every body has one)
         # The receiver is down: the alerts wait in the outbox, tried again; a state /readyz and stats show.
         wait_until(lambda: stats(s)["alerts.webhook"]["retried"] >= 2, what="retries while the receiver is down")
         assert stats(s)["alerts.webhook"]["pending"] == 2 and "connect" in stats(s)["alerts.webhook"]["failing"].lower()
