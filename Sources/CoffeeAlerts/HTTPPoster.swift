@@ -1,4 +1,5 @@
 import COutbound
+import CoffeeDomain
 import Foundation
 
 /// HTTP POSTs through libcurl (`COutbound`), on the thread that owns it: one
@@ -57,6 +58,6 @@ final class HTTPPoster {
         _ = key.withUnsafeBytes { k in
             data.withUnsafeBytes { d in cto_hmac_sha256(k.baseAddress, k.count, d.baseAddress, d.count, &digest) }
         }
-        return digest.map { String(format: "%02x", $0) }.joined()
+        return digest.lowercaseHex
     }
 }

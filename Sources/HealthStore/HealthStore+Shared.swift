@@ -35,7 +35,8 @@ extension HealthStore {
                 anchor: last, previousAnchor: announcedAnchor, log: page.map(\.change), replacesRecords: false,
                 anchors: page.map(\.anchor))
             batch.identity = identity
-            batch.settings = settingsChanged(through: last)
+            // A settings change is an anchor no record holds: look only when the page leaves one out.
+            if Int64(page.count) < last - announcedAnchor { batch.settings = settingsChanged(through: last) }
             for observer in observers { observer(batch) }
             announcedAnchor = last
             currentAnchor = max(currentAnchor, last)

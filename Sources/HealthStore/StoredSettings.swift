@@ -68,7 +68,8 @@ extension HealthStore {
 
     /// The settings another service of a shared store committed up to
     /// `anchor`, when they changed since those held: what its announcement
-    /// carries. Nil when they did not (or cannot be read now: the next does).
+    /// carries. Nil when they did not (or cannot be read now: the next
+    /// announcement that leaves an anchor out looks again).
     func settingsChanged(through anchor: Int64) -> StoredSettings? {
         let held = settingsNow.withLock { $0.anchor }
         guard let latest = try? statements.settingsAnchor(), latest > held, latest <= anchor,

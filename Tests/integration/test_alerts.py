@@ -9,7 +9,6 @@ import hmac
 import json
 import os
 import signal
-import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,15 +17,10 @@ import pytest
 
 from conftest import Service, drink, next_message, wait_until
 from test_bus import subscriber
+from test_http import free_port
 from test_operations import http
 
 SECRET = "s3cret-for-the-test"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Receiver:

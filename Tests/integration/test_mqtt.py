@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import Service, drink, wait_until
-from test_alerts import free_port
+from test_http import free_port
 
 paho = pytest.importorskip("paho.mqtt.client")
 pytestmark = pytest.mark.skipif(shutil.which("mosquitto") is None and not os.path.exists("/usr/sbin/mosquitto"),

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import signal
-import socket as sockets
 import stat
 import subprocess
 import time
@@ -18,6 +17,7 @@ import zmq.auth
 
 from conftest import BINARY, Service, bus_publisher, drink
 from test_bus import publisher, send_when_subscribed, subscriber
+from test_http import free_port
 
 pytestmark = pytest.mark.skipif(not zmq.has("curve"), reason="this pyzmq's libzmq has no CURVE")
 
@@ -242,12 +242,6 @@ def start_failure(folder, config):
     p = subprocess.run([BINARY, "serve", "--config", str(s.config_path)], capture_output=True, text=True, timeout=30,
                        stdin=subprocess.DEVNULL)
     return p
-
-
-def free_port():
-    with sockets.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_a_plaintext_bind_beyond_loopback_is_refused_naming_the_key(folder):

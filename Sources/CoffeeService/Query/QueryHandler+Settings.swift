@@ -56,9 +56,10 @@ extension QueryHandler {
         return catalogueReply()
     }
 
-    /// One commit of `rows`; the settings are the new ones when it returns.
+    /// One commit of `rows`. The settings are the new ones when it returns:
+    /// the model takes the commit's settings as it is announced, before the
+    /// store replies (`ModelService.arrive`).
     private func write(scope: String, _ rows: [(name: String, value: String)]) async throws {
-        let stored = try await store.writeSettings(scope: scope, rows)
-        settings.update(stored: stored.values, anchor: stored.anchor)
+        _ = try await store.writeSettings(scope: scope, rows)
     }
 }

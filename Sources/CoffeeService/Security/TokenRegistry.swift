@@ -79,10 +79,6 @@ public final class TokenRegistry: Sendable {
         return digest
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
-    }
-
     /// A new token: `ct_` and 256 random bits in base64url (43 characters).
     public static func newToken() -> String {
         var bytes = [UInt8](repeating: 0, count: 32)
@@ -102,7 +98,7 @@ public final class TokenRegistry: Sendable {
         }
         let path = (directory as NSString).appendingPathComponent(name + ".token")
         let json = JSONValue.object([
-            ("name", .string(name)), ("sha256", .string(hex(digest(of: token)))),
+            ("name", .string(name)), ("sha256", .string(digest(of: token).lowercaseHex)),
             ("roles", .array(roles.sorted().map { .string($0.rawValue) })),
         ])
         do {
