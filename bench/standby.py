@@ -50,7 +50,9 @@ def loadgen_run(loadgen, primary, updates, n, rate):
     return run_loadgen(loadgen, f"ipc://{primary.folder}/in", updates, n, rate=rate)
 
 
-def lag(binary, loadgen, folder, rate, seconds):
+def lag(binary, loadgen, folder, rate, seconds, during=None):
+    """`during(primary, stop)`, when given, runs on a thread of its own
+    through the standby's run (bench/whole_store.py: a settings change every second)."""
     primary = service(binary, folder / "primary-lag")
     standby = standby_of(binary, folder / "standby-lag", primary)
     try:
@@ -85,11 +87,16 @@ def lag(binary, loadgen, folder, rate, seconds):
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
+        side = threading.Thread(target=during, args=(primary, stop), daemon=True) if during else None
+        if side:
+            side.start()
         time.sleep(0.5)
         via_standby = loadgen_run(loadgen, primary, f"ipc://{standby.folder}/up", n, rate)
         time.sleep(1.0)
         stop.set()
         reader.join(10)
+        if side:
+            side.join(10)
         lags = []
         standby_seen = sorted(seen["standby"])
         j = 0

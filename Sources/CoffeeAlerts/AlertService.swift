@@ -33,8 +33,12 @@ public actor AlertService: Service {
     let announce: @Sendable (JSONValue) -> Void
     /// Called after a commit that put items in the outbox.
     let wakeDeliverers: @Sendable () -> Void
+    /// Of several services on one PostgreSQL database, only the lease's holder tells (§16).
+    let lease: TellerLease?
 
     var state: [AlertRule: AlertStatus] = [:]
+    /// How many alerts each rule has told: the next one's turn, from which its id is derived.
+    var turns: [AlertRule: Int64] = [:]
     private var timer: Task<Void, Never>?
     /// Alerts decided so far, for `stats`.
     public private(set) var told = 0
@@ -43,6 +47,8 @@ public actor AlertService: Service {
     private struct Arrived {
         var snapshot: ModelSnapshot?
         var timerRang = false
+        /// The teller's lease was taken: the rules' state is read again first (another service's).
+        var leaseTaken = false
     }
     private nonisolated let arrived = Mutex(Arrived())
     private nonisolated let doorbell: AsyncStream<Void>.Continuation
@@ -51,7 +57,8 @@ public actor AlertService: Service {
     public init(
         store: HealthStore, model: ModelService, settings: LiveSettings, rules: AlertRules.Configuration,
         receivers: [String], wallClock: any WallClock, timerClock: any Clock<Duration> = ContinuousClock(), logger: Logger,
-        announce: @escaping @Sendable (JSONValue) -> Void, wakeDeliverers: @escaping @Sendable () -> Void
+        announce: @escaping @Sendable (JSONValue) -> Void, wakeDeliverers: @escaping @Sendable () -> Void,
+        lease: TellerLease? = nil
     ) {
         self.store = store
         self.model = model
@@ -63,15 +70,31 @@ public actor AlertService: Service {
         self.logger = logger
         self.announce = announce
         self.wakeDeliverers = wakeDeliverers
+        self.lease = lease
         (rings, doorbell) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Reads the rules' state from the store.
     public func start() async throws {
+        try await readState()
+        lease?.observe { [weak self] taken in if taken { self?.ringLeaseTaken() } }
+    }
+
+    private func readState() async throws {
+        (state, turns) = ([:], [:])
         for row in try await store.alertStates() {
             guard let rule = AlertRule(rawValue: row.rule) else { continue }
             state[rule] = AlertStatus(active: row.active, key: row.key)
+            turns[rule] = row.turns
         }
+    }
+
+    /// An alert's id (docs/protocol.md §16): derived from the store, the
+    /// rule, its turn, the event and the key, so that the same turn decided
+    /// again (after a crash, or on a promoted standby) has the same id.
+    static func id(store: UUID, _ event: AlertEvent, turn: Int64) -> String {
+        let name = "alert/\(event.rule.rawValue)/\(turn)/\(event.fired ? "fired" : "cleared")/\(event.key)"
+        return NameBasedUUID.v5(namespace: store, name: name).uuidString
     }
 
     /// A model was published: only queues and rings (it is called on the model's turn).
@@ -88,24 +111,44 @@ public actor AlertService: Service {
 
     /// The rules over the newest model, or over the model now when the timer rang.
     func look() async {
-        let (published, timerRang) = arrived.withLock { arrived in
+        guard lease?.isHeld ?? true else { return }  // another service tells; the newest model waits
+        let (published, timerRang, leaseTaken) = arrived.withLock { arrived in
             defer { arrived = Arrived() }
-            return (arrived.snapshot, arrived.timerRang)
+            return (arrived.snapshot, arrived.timerRang, arrived.leaseTaken)
         }
         var snapshot = published
-        if timerRang, let now = await model.snapshot() { snapshot = now }
+        if leaseTaken {
+            // The teller before this one decided up to here: go on from its state, with the model now.
+            do { try await readState() } catch {
+                logger.error("could not read the rules' state; trying again at the next model", metadata: ["error": "\(error)"])
+                arrived.withLock { $0.leaseTaken = true }
+                return
+            }
+            wakeDeliverers()
+        }
+        if timerRang || leaseTaken, let now = await model.snapshot() { snapshot = now }
         guard let snapshot else { return }
         await evaluate(snapshot)
     }
 
     /// Decides, writes, announces; then sets the timer for the next crossing.
     func evaluate(_ snapshot: ModelSnapshot) async {
-        let rules = AlertRules(configuration: self.rules, settings: settings.person)
+        // The person's level limit and bedtime (docs/protocol.md §15) over the configuration's.
+        let person = settings.person
+        var configuration = self.rules
+        configuration.levelOverMg = person.levelOverMg > 0 ? person.levelOverMg : nil
+        configuration.bedtimeMinutes = person.bedtimeMinutes
+        let rules = AlertRules(configuration: configuration, settings: person)
         var next = state
         let events = rules.evaluate(snapshot, state: &next)
         if next != state {
             let nowMs = Int64((wallClock.now().timeIntervalSince1970 * 1000).rounded())
-            let alerts = events.map { ($0, UUID().uuidString) }
+            var nextTurns = turns
+            let alerts = events.map { event -> (AlertEvent, String) in
+                let turn = nextTurns[event.rule, default: 0] + 1
+                nextTurns[event.rule] = turn
+                return (event, Self.id(store: store.identity.store, event, turn: turn))
+            }
             var items: [OutboxItem] = []
             for (event, id) in alerts {
                 let body = event.json(id: id).serialized()
@@ -113,11 +156,12 @@ public actor AlertService: Service {
                     items.append(OutboxItem(id: id, receiver: receiver, body: body, createdMs: nowMs, nextMs: nowMs))
                 }
             }
-            let changed = next.filter { state[$0.key] != $0.value }.map {
-                OutboxRuleState(rule: $0.key.rawValue, active: $0.value.active, key: $0.value.key)
+            let changed = next.filter { state[$0.key] != $0.value || turns[$0.key] != nextTurns[$0.key] }.map {
+                OutboxRuleState(
+                    rule: $0.key.rawValue, active: $0.value.active, key: $0.value.key, turns: nextTurns[$0.key, default: 0])
             }
             do {
-                try await store.recordAlerts(states: changed, items: items)
+                try await store.recordAlerts(states: changed, items: items, told: !alerts.isEmpty)
             } catch {
                 // Nothing was written: the next model decides it again.
                 logger.error("could not write alerts to the outbox", metadata: ["error": "\(error)"])
@@ -129,6 +173,7 @@ public actor AlertService: Service {
                 }
             #endif
             state = next
+            turns = nextTurns
             told += alerts.count
             for (event, id) in alerts {
                 logger.notice(
@@ -151,6 +196,11 @@ public actor AlertService: Service {
             do { try await clock.sleep(for: .milliseconds(Int64(wait * 1000))) } catch { return }
             self?.ringTimer()
         }
+    }
+
+    private nonisolated func ringLeaseTaken() {
+        arrived.withLock { $0.leaseTaken = true }
+        doorbell.yield()
     }
 
     private nonisolated func ringTimer() {

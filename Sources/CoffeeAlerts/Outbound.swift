@@ -7,18 +7,21 @@ import HealthStore
 /// outbox's deliverers and the MQTT publisher, as one part of the
 /// composition, and what they report for `stats`, the metrics and `/readyz`.
 public struct Outbound: Sendable {
+    /// Whether this service tells (several on one PostgreSQL database: one does).
+    public let lease: TellerLease
     public let alerts: AlertService
     public let deliverers: [OutboxDeliverer]
     public let mqtt: MQTTPublisher?
 
-    public init(alerts: AlertService, deliverers: [OutboxDeliverer], mqtt: MQTTPublisher?) {
+    public init(lease: TellerLease, alerts: AlertService, deliverers: [OutboxDeliverer], mqtt: MQTTPublisher?) {
+        self.lease = lease
         self.alerts = alerts
         self.deliverers = deliverers
         self.mqtt = mqtt
     }
 
     /// In the group's start order, after the model.
-    public var services: [any Service] { [alerts as any Service] + deliverers + (mqtt.map { [$0] } ?? []) }
+    public var services: [any Service] { [lease, alerts as any Service] + deliverers + (mqtt.map { [$0] } ?? []) }
 
     /// A model was published: to the rules and to the broker. Only hands over.
     public func observe(_ snapshot: ModelSnapshot, sleepThresholdMg: Double) {
@@ -29,12 +32,14 @@ public struct Outbound: Sendable {
     /// What each receiver has done and holds.
     public struct Report: Sendable {
         public var told: Int
+        /// This service holds the teller's lease.
+        public var teller: Bool
         public var receivers: [(name: String, pending: Int, counts: OutboxDeliverer.Counts)]
         public var mqtt: MQTTPublisher.Status?
 
         /// `stats`' members.
         public var members: [(String, JSONValue)] {
-            var members: [(String, JSONValue)] = [("alertsTold", .int(Int64(told)))]
+            var members: [(String, JSONValue)] = [("alertsTold", .int(Int64(told))), ("alertsTeller", .bool(teller))]
             for r in receivers {
                 members.append(
                     (
@@ -72,7 +77,7 @@ public struct Outbound: Sendable {
     public func report(_ store: HealthStore) async -> Report {
         let summary = (try? await store.outboxSummary()) ?? [:]
         return Report(
-            told: await alerts.told,
+            told: await alerts.told, teller: lease.isHeld,
             receivers: deliverers.map { ($0.receiver.name, summary[$0.receiver.name]?.count ?? 0, $0.current) },
             mqtt: mqtt?.current)
     }

@@ -50,13 +50,15 @@ public final class OutboxDeliverer: Service, Sendable {
     let configuration: Configuration
     let logger: Logger
     let dropped: @Sendable (OutboxItem, String) -> Void
+    /// Of several services on one PostgreSQL database, only the lease's holder delivers (§16).
+    let lease: TellerLease?
     private let counts = Mutex(Counts())
     private let bell = DispatchSemaphore(value: 0)
     private let stopping = Atomic<Bool>(false)
 
     public init(
         receiver: AlertReceiver, store: HealthStore, clock: any WallClock, configuration: Configuration = .init(),
-        logger: Logger, dropped: @escaping @Sendable (OutboxItem, String) -> Void
+        logger: Logger, lease: TellerLease? = nil, dropped: @escaping @Sendable (OutboxItem, String) -> Void
     ) {
         name = "alerts-" + receiver.name
         self.receiver = receiver
@@ -65,6 +67,7 @@ public final class OutboxDeliverer: Service, Sendable {
         self.configuration = configuration
         self.logger = logger
         self.dropped = dropped
+        self.lease = lease
     }
 
     public var current: Counts { counts.withLock { $0 } }
@@ -97,6 +100,10 @@ public final class OutboxDeliverer: Service, Sendable {
     private func loop() {
         let poster = HTTPPoster(connectTimeoutMs: 5000, timeoutMs: Int(configuration.timeout * 1000))
         while !isStopping {
+            guard lease?.isHeld ?? true else {  // another service delivers; taking the lease wakes this one
+                _ = bell.wait(timeout: .now() + 1)
+                continue
+            }
             let due: [OutboxItem]
             do {
                 let (name, now, limit) = (receiver.name, nowMs, configuration.batch)

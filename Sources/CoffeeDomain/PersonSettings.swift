@@ -12,11 +12,31 @@ public struct PersonSettings: Sendable, Hashable {
     public var sleepThresholdMg: Double
     /// The most a person means to take in a day (`model.dailyLimitMg`).
     public var dailyLimitMg: Double
+    /// The level the `levelOver` rule tells of (docs/protocol.md §16); 0: the rule is off
+    /// (`alerts.levelOverMg`).
+    public var levelOverMg: Double = Self.defaultLevelOverMg
+    /// The local time (`HH:MM`) the `bedtime` rule looks at; nil: off (`alerts.bedtime`).
+    public var bedtime: String? = Self.defaultBedtime
+    /// `bedtime` in minutes after local midnight.
+    public var bedtimeMinutes: Int? { bedtime.flatMap(Self.minutes) }
 
     /// `model.dailyLimitMg`'s default: the amount health agencies give as safe for most adults.
     public static let defaultDailyLimitMg = 400.0
     /// `model.sleepThresholdMg`'s default.
     public static let defaultSleepThresholdMg = 50.0
+    /// `alerts.levelOverMg`'s default.
+    public static let defaultLevelOverMg = 300.0
+    /// `alerts.bedtime`'s default.
+    public static let defaultBedtime: String? = "23:00"
+
+    /// Minutes after midnight of `HH:MM`; nil when it is not one.
+    public static func minutes(_ text: String) -> Int? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isASCII) }), let h = Int(parts[0]),
+            let m = Int(parts[1]), (0..<24).contains(h), (0..<60).contains(m)
+        else { return nil }
+        return h * 60 + m
+    }
 
     public var timeZone: TimeZone { model.timeZone }
     /// The zone's name as it was given (`UTC` stays `UTC`, where Foundation's
@@ -37,7 +57,7 @@ public struct PersonSettings: Sendable, Hashable {
 extension PersonSettings {
     /// The names a person sets (docs/protocol.md §15), as the store keeps
     /// them (scope `person`) and the JSON API shows them.
-    public static let names = ["halfLifeHours", "sleepThresholdMg", "dailyLimitMg", "timeZone"]
+    public static let names = ["halfLifeHours", "sleepThresholdMg", "dailyLimitMg", "timeZone", "levelOverMg", "bedtime"]
 
     /// `defaults` (the configuration's) with what the store keeps over them:
     /// each name's JSON value; `null`, or a value this build cannot read, is the default.
@@ -54,6 +74,12 @@ extension PersonSettings {
         if let v = number("halfLifeHours"), Self.halfLifeRange.contains(v) { model.halfLifeHours = v }
         if let v = number("sleepThresholdMg"), Self.sleepThresholdRange.contains(v) { sleepThresholdMg = v }
         if let v = number("dailyLimitMg"), Self.dailyLimitRange.contains(v) { dailyLimitMg = v }
+        if let v = number("levelOverMg"), v == 0 || Self.dailyLimitRange.contains(v) { levelOverMg = v }
+        if let text = stored["bedtime"], case .string(let time)? = try? JSONReader.parse(Data(text.utf8)),
+            time == "off" || Self.minutes(time) != nil
+        {
+            bedtime = time == "off" ? nil : time
+        }
         if let text = stored["timeZone"], case .string(let name)? = try? JSONReader.parse(Data(text.utf8)),
             let zone = Self.timeZone(named: name)
         {
@@ -80,6 +106,7 @@ extension PersonSettings {
         .object([
             ("halfLifeHours", .double(model.halfLifeHours)), ("sleepThresholdMg", .double(sleepThresholdMg)),
             ("dailyLimitMg", .double(dailyLimitMg)), ("timeZone", .string(timeZoneName)),
+            ("levelOverMg", .double(levelOverMg)), ("bedtime", .string(bedtime ?? "off")),
         ])
     }
 
@@ -109,19 +136,28 @@ extension PersonSettings {
                 rows.append((name, value.serialized()))
                 continue
             }
+            if name == "bedtime" {
+                guard case .string(let time) = value, time == "off" || minutes(time) != nil else {
+                    throw ValidationError(
+                        field: name, rule: "must be a local time HH:MM (23:00) or \"off\", got \(value.serialized().prefix(64))")
+                }
+                rows.append((name, value.serialized()))
+                continue
+            }
             let range =
                 name == "halfLifeHours" ? halfLifeRange : name == "sleepThresholdMg" ? sleepThresholdRange : dailyLimitRange
+            let off = name == "levelOverMg" ? " (or 0, the rule off)" : ""
             let number: Double
             switch value {
             case .int(let n): number = Double(n)
             case .double(let d): number = d
             default: throw ValidationError(field: name, rule: "must be a number")
             }
-            guard range.contains(number) else {
+            guard range.contains(number) || (name == "levelOverMg" && number == 0) else {  // 0: the rule off
                 throw ValidationError(
                     field: name,
                     rule:
-                        "must be above 0 and at most \(JSONValue.double(range.upperBound).serialized()), got \(value.serialized())"
+                        "must be above 0 and at most \(JSONValue.double(range.upperBound).serialized())\(off), got \(value.serialized())"
                 )
             }
             rows.append((name, JSONValue.double(number).serialized()))

@@ -49,7 +49,7 @@ public enum WireFormat {
     /// own change (`addedAnchors[i]` is `added[i]`'s).
     public static func changesMessage(
         identity: StoreIdentity?, anchor: Int64, previousAnchor: Int64, added: [Drink], addedAnchors: [Int64],
-        deleted: [Tombstone], deletedAnchors: [Int64]
+        deleted: [Tombstone], deletedAnchors: [Int64], kept: KeptRows = KeptRows()
     ) -> [UInt8] {
         precondition(added.count == addedAnchors.count && deleted.count == deletedAnchors.count)
         var out: [UInt8] = []
@@ -64,6 +64,12 @@ public enum WireFormat {
         appendArray(added, anchors: addedAnchors, into: &out) { write($0, anchor: $1, into: &$2) }
         JSONBytes.append(#","deleted":"#, to: &out)
         appendArray(deleted, anchors: deletedAnchors, into: &out) { write($0, anchor: $1, into: &$2) }
+        for (name, value) in kept.members {  // rare: a settings change, an alert, a delivery (§15)
+            out.append(UInt8(ascii: ","))
+            JSONValue.quote(name, into: &out)
+            out.append(UInt8(ascii: ":"))
+            value.write(to: &out)
+        }
         out.append(UInt8(ascii: "}"))
         return out
     }

@@ -16,6 +16,7 @@ extension Changes {
         var store: UUID?
         var epoch: Int64?
         var failure: WireFormat.DecodingError?
+        var kept = KeptRows()
         var reading = (added: [Drink](), addedAnchors: [Int64](), deleted: [Tombstone](), deletedAnchors: [Int64]())
         do throws(JSONReader.SyntaxError) {
             var c = JSONReader.Cursor(bytes)
@@ -47,6 +48,11 @@ extension Changes {
                     store = (try? c.value().text()).flatMap(UUIDText.parse)
                 } else if key == "epoch" {
                     epoch = try? c.value().integer()
+                } else if key == "settings" || key == "alertStates" || key == "outbox" {
+                    let name = String(decoding: key.bytes, as: UTF8.self)
+                    let value = try c.value()
+                    guard failure == nil else { return }
+                    do throws(WireFormat.DecodingError) { try kept.read(name, value) } catch { failure = error }
                 } else {
                     _ = try c.value()
                 }
@@ -62,6 +68,7 @@ extension Changes {
         self.previousAnchor = previousAnchor
         self.hasMore = hasMore
         if let store, let epoch { identity = StoreIdentity(store: store, epoch: epoch) }
+        self.kept = kept
     }
 }
 

@@ -26,8 +26,20 @@ public struct FeedState: Sendable {
     /// promotion, another service) and read everything again from null:
     /// a consumer says so once each time it goes up.
     public var identityChanges = 0
+    /// What the person set (docs/protocol.md §15, "In the feed"): by scope
+    /// (`person`, `catalogue`), each name's value as it was written (`null`:
+    /// the default put back), from the first page on. A name not here has
+    /// the service's default (`QueryClient.settings()` gives those in force).
+    public var settings: [String: [String: JSONValue]] = [:]
 
     public init() {}
+
+    /// Takes the `settings` rows of a reply or message into `settings`, each at its anchor.
+    static func take(_ kept: KeptRows, into settings: inout [String: [String: JSONValue]]) {
+        for row in kept.settings.sorted(by: { $0.anchor < $1.anchor }) {
+            settings[row.scope, default: [:]][row.name] = (try? JSONReader.parse(Data(row.value.utf8))) ?? .null
+        }
+    }
 }
 
 /// The Clone pattern of docs/protocol.md §3 in one call (§10): subscribes to
@@ -126,10 +138,12 @@ struct ClientFeed: FeedTarget {
             return try read(from: nil, client)
         }
         var drinks = start == nil ? [:] : state.drinks
+        var settings = start == nil ? [:] : state.settings
         var applied = 0
         while true {
             for drink in page.added { drinks[drink.uuid] = drink }
             for tombstone in page.deleted { drinks[tombstone.uuid] = nil }
+            FeedState.take(page.kept, into: &settings)
             applied += page.added.count + page.deleted.count
             if !page.hasMore { break }
             let next = try client.changes(since: page.anchor, limit: Self.page)
@@ -139,6 +153,7 @@ struct ClientFeed: FeedTarget {
         if isAnotherHistory(page.identity) { state.identityChanges += 1 }
         state.identity = page.identity
         state.drinks = drinks
+        state.settings = settings
         state.anchor = page.anchor
         state.applied += applied
         state.model = nil
@@ -153,6 +168,7 @@ struct ClientFeed: FeedTarget {
     mutating func apply(_ changes: Changes) {
         for drink in changes.added { state.drinks[drink.uuid] = drink }
         for tombstone in changes.deleted { state.drinks[tombstone.uuid] = nil }
+        FeedState.take(changes.kept, into: &state.settings)
         state.applied += changes.added.count + changes.deleted.count
         state.anchor = changes.anchor
         state.model = nil

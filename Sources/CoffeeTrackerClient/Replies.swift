@@ -17,6 +17,9 @@ public struct Changes: Sendable, Equatable {
     /// The store's identity the anchors belong to (docs/protocol.md §13); nil
     /// from a service that does not say (an older build).
     public var identity: StoreIdentity?
+    /// The rows beside the drinks in the anchors it covers (docs/protocol.md
+    /// §15, "In the feed"); none from an older build.
+    public var kept = KeptRows()
 
     /// A `changes` reply or message.
     public init(_ reply: JSONValue) throws(WireFormat.DecodingError) {
@@ -33,6 +36,7 @@ public struct Changes: Sendable, Equatable {
         hasMore = try reply.optionalMember("hasMore")?.bool() ?? false
         previousAnchor = try reply.optionalMember("previousAnchor")?.integer()
         identity = StoreIdentity.read(reply)
+        kept = try KeptRows(reading: reply)
     }
 }
 

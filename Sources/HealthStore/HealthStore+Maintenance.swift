@@ -37,6 +37,8 @@ extension HealthStore: Service {
             // A shared store's purge waits for the commits of every service
             // (the counter row's lock), and keeps what another's purge kept.
             let anchor = statements.lockAnchor() ?? currentAnchor
+            // Deliveries settled as long ago go too (docs/protocol.md §16).
+            try statements.purgeSettledAlerts(before: cutoffMs)
             guard let highest = try statements.highestExpiredTombstone(before: cutoffMs) else { return 0 }
             let removed = try statements.purgeTombstones(before: cutoffMs)
             purgedAnchor = max(purgedAnchor, highest, try statements.meta("purged_anchor") ?? 0)

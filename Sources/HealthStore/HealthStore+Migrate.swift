@@ -102,13 +102,7 @@ extension HealthStore {
             // The person's settings, the alerts' state and what waits in the outbox (§15, §16).
             let kept = try Statements(file)
             defer { kept.finalize() }
-            for row in try kept.settingsRows() {
-                try into.putSetting(scope: row.scope, name: row.name, value: row.value, anchor: row.anchor)
-            }
-            for state in try kept.alertStates() { try into.putAlertState(state) }
-            for (receiver, _) in try kept.outboxSummary() {
-                for item in try kept.outboxItems(receiver: receiver, dueBy: .max, limit: .max) { try into.putOutboxItem(item) }
-            }
+            try into.putKept(try kept.keptRows(after: nil, through: .max))
             try into.setMeta("anchor", anchor)
             try into.setMeta("purged_anchor", purged)
             try StoreIdentityRecord.write(identity, standby: false, to: db)

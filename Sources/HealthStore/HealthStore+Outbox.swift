@@ -1,39 +1,6 @@
 import CoffeeDomain
 import Foundation
 
-/// A rule's state as the store keeps it (docs/protocol.md §16).
-public struct OutboxRuleState: Sendable, Hashable {
-    public var rule: String
-    public var active: Bool
-    public var key: String
-
-    public init(rule: String, active: Bool, key: String) {
-        self.rule = rule
-        self.active = active
-        self.key = key
-    }
-}
-
-/// An alert waiting for one receiver: its body as sent, when it was made,
-/// how often it was tried and when it is next due.
-public struct OutboxItem: Sendable, Hashable {
-    public var id: String
-    public var receiver: String
-    public var body: String
-    public var createdMs: Int64
-    public var attempts: Int64
-    public var nextMs: Int64
-
-    public init(id: String, receiver: String, body: String, createdMs: Int64, attempts: Int64 = 0, nextMs: Int64) {
-        self.id = id
-        self.receiver = receiver
-        self.body = body
-        self.createdMs = createdMs
-        self.attempts = attempts
-        self.nextMs = nextMs
-    }
-}
-
 /// The alerts' outbox (docs/protocol.md §16): what the rules decided is
 /// written with their new state in one durable commit (which moves no
 /// anchor: it changes no drink), so that after a crash an alert is either
@@ -46,24 +13,44 @@ extension HealthStore {
         return try statements.alertStates()
     }
 
-    /// Writes `states` and `items` in one durable commit.
+    /// Writes `states` and `items` in one durable commit; when it told
+    /// something (`told`), with an anchor of its own (docs/protocol.md §16),
+    /// announced like any commit with the rows it wrote
+    /// (`CommittedBatch.kept`), so that a standby takes them. A change that
+    /// tells nothing (a new day, a new store under the threshold) moves no
+    /// anchor: a promoted standby makes it again, as silently.
     ///
     /// - Throws: `StoreError.unavailable` in a storage fault (nothing
     ///   written); `StoreError.closed`.
-    public func recordAlerts(states: [OutboxRuleState], items: [OutboxItem]) throws {
-        try commitOutbox { statements in
-            for state in states { try statements.putAlertState(state) }
-            for item in items { try statements.putOutboxItem(item) }
+    public func recordAlerts(states: [OutboxRuleState], items: [OutboxItem], told: Bool = true) throws {
+        try commitOutbox(anchored: told) { statements, anchor in
+            var kept = KeptRows()
+            for state in states {
+                try statements.putAlertState(state, anchor: anchor)
+                kept.ruleStates.append(.init(state, anchor: anchor))
+            }
+            for item in items {
+                try statements.putOutboxItem(item, settled: false, anchor: anchor)
+                kept.alerts.append(.init(item, settled: false, anchor: anchor))
+            }
+            return kept
         }
     }
 
-    /// Settles deliveries in one durable commit: `done` leave the outbox
-    /// (delivered, or dropped), `retried` stay with their new attempts and due times.
+    /// Settles deliveries in one durable commit: `done` (delivered, or
+    /// dropped) stay as settled rows under the commit's anchor, so that a
+    /// standby takes the outcome; `retried` stay with their new attempts and
+    /// due times. A commit of retries alone moves no anchor.
     public func settleAlerts(done: [OutboxItem], retried: [OutboxItem]) throws {
         guard !done.isEmpty || !retried.isEmpty else { return }
-        try commitOutbox { statements in
-            for item in done { try statements.removeOutboxItem(id: item.id, receiver: item.receiver) }
-            for item in retried { try statements.putOutboxItem(item) }
+        try commitOutbox(anchored: !done.isEmpty) { statements, anchor in
+            var kept = KeptRows()
+            for item in done {
+                try statements.putOutboxItem(item, settled: true, anchor: anchor)
+                kept.alerts.append(.init(item, settled: true, anchor: anchor))
+            }
+            for item in retried { try statements.retryOutboxItem(item) }
+            return kept
         }
     }
 
@@ -79,9 +66,22 @@ extension HealthStore {
         return try statements.outboxSummary()
     }
 
-    private func commitOutbox(_ body: (any RecordStatements) throws -> Void) throws {
+    /// One commit of the outbox's rows; `anchored`, under the next anchor
+    /// (set in `meta`, since no record holds it), announced with the rows
+    /// `body` returns.
+    private func commitOutbox(
+        anchored: Bool, _ body: (any RecordStatements, Int64) throws -> KeptRows
+    ) throws {
         if let refusal = writer.admitsStream() { throw Self.error(refusal) }
-        let outcome = commit(arrived: nil) { _ in try body(statements) }
+        let outcome = commit(arrived: nil) { changes in
+            // A change that tells nothing keeps the anchor it was made at: no follower is owed it.
+            let anchor = anchored ? currentAnchor + 1 : currentAnchor
+            let kept = try body(statements, anchor)
+            guard anchored else { return }
+            try statements.setMeta("anchor", anchor)
+            changes.anchor = anchor
+            changes.kept = kept
+        }
         switch outcome {
         case .committed: return
         case .storageFault(let reason):

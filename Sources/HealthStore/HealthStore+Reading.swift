@@ -26,9 +26,12 @@ extension HealthStore {
         let page = rows.prefix(limit)
         let changes = AnchoredChanges(page.lazy.map { (anchor: $0.anchor, change: $0.change) })
         let last = page.last?.anchor ?? since ?? 0
-        return ChangeSet(
+        var set = ChangeSet(
             added: changes.added, deleted: changes.deleted, anchor: hasMore ? last : end, hasMore: hasMore,
             addedAnchors: changes.addedAnchors, deletedAnchors: changes.deletedAnchors)
+        // The rows beside the drinks in the same anchors: a page is a complete account (§15).
+        set.kept = try reading { try statements.keptRows(after: since ?? 0, through: set.anchor) }
+        return set
     }
 
     /// `changes(since:limit:through:)` for a thread of its own that must

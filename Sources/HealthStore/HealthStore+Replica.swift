@@ -57,21 +57,36 @@ extension HealthStore {
                 last = anchor
             }
             guard commit.through >= last else { throw StoreError.outOfOrder(commit.through, after: last) }
-            if ordered.isEmpty, commit.through == currentAnchor, commit.purgedAnchor ?? 0 <= purgedAnchor {
+            // The rows beside the drinks may come after a page whose anchors they precede (a
+            // standby of a standby): only their bound matters, and the later row wins as stored.
+            if let beyond = commit.changes.kept.anchors.max(), beyond > commit.through {
+                throw StoreError.outOfOrder(commit.through, after: beyond)
+            }
+            if ordered.isEmpty, commit.changes.kept.isEmpty, commit.through == currentAnchor,
+                commit.purgedAnchor ?? 0 <= purgedAnchor
+            {
                 return currentAnchor  // nothing new
             }
         }
         let now = Int64((configuration.clock.now().timeIntervalSince1970 * 1000).rounded())
         let identityBefore = identityNow.withLock { $0 }
-        let outcome = self.commit(arrived: ContinuousClock.now) { changes in
+        let outcome = self.commit(arrived: ContinuousClock.now) { changes -> StoredSettings? in
             changes.anchors = []
             changes.reserve(ordered.count)
-            if commit.replacesAll { try statements.deleteAllRecords() }
+            if commit.replacesAll {
+                try statements.deleteAllRecords()
+                try statements.deleteAllKeptRows()
+            }
             try replicate(ordered[...], now: now, into: &changes)
+            let kept = commit.changes.kept
+            try statements.putKept(kept)
             if commit.replacesAll {
                 changes.carryNothing()
                 changes.replacesAll = true
+            } else {
+                changes.kept = kept
             }
+            if commit.replacesAll || !kept.settings.isEmpty { changes.settings = try Self.readSettings(statements) }
             // The anchor is kept in `meta` too: the last page may end past its last change.
             changes.anchor = commit.through
             try statements.setMeta("anchor", commit.through)
@@ -86,9 +101,11 @@ extension HealthStore {
                 try StoreIdentityRecord.write(identity, standby: true, to: db!)  // a standby's store is a file
                 identityNow.withLock { $0 = IdentityNow(identity: identity, upgraded: false) }
             }
+            return changes.settings
         }
         switch outcome {
-        case .committed:
+        case .committed(let settings):
+            if let settings { settingsNow.withLock { $0 = settings } }
             if let purged = commit.purgedAnchor {
                 purgedAnchor = commit.identity != nil ? purged : max(purgedAnchor, purged)
             }

@@ -111,6 +111,8 @@ struct CommitChanges {
     var replacesAll = false
     /// The settings after the commit, when it wrote them (`CommittedBatch.settings`).
     var settings: StoredSettings?
+    /// The rows beside the drinks that the commit wrote (`CommittedBatch.kept`).
+    var kept = KeptRows()
 
     /// Room for `count` more changes, so that a large commit's log does not
     /// grow by copies. Once per commit: reserving little by little would
@@ -143,6 +145,7 @@ struct CommitChanges {
             anchor: anchor, previousAnchor: previousAnchor, log: log, isComplete: isComplete, arrived: arrived,
             replacesRecords: replacesRecords, anchors: anchors, replacesAll: replacesAll)
         batch.settings = settings
+        batch.kept = kept
         return batch
     }
 }

@@ -35,8 +35,11 @@ extension HealthStore {
                 anchor: last, previousAnchor: announcedAnchor, log: page.map(\.change), replacesRecords: false,
                 anchors: page.map(\.anchor))
             batch.identity = identity
-            // A settings change is an anchor no record holds: look only when the page leaves one out.
-            if Int64(page.count) < last - announcedAnchor { batch.settings = settingsChanged(through: last) }
+            // A settings change, an alert or a delivery is an anchor no record
+            // holds: look for the rows beside the drinks only when the page leaves one out.
+            if Int64(page.count) < last - announcedAnchor {
+                (batch.kept, batch.settings) = keptChanged(after: announcedAnchor, through: last)
+            }
             for observer in observers { observer(batch) }
             announcedAnchor = last
             currentAnchor = max(currentAnchor, last)

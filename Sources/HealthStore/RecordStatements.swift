@@ -43,12 +43,17 @@ protocol RecordStatements: AnyObject, Sendable {
     func purgeTombstones(through anchor: Int64) throws
     func deleteAllRecords() throws
     func settingsRows() throws -> [(scope: String, name: String, value: String, anchor: Int64)]
-    func settingsAnchor() throws -> Int64
     func putSetting(scope: String, name: String, value: String, anchor: Int64) throws
     func alertStates() throws -> [OutboxRuleState]
-    func putAlertState(_ state: OutboxRuleState) throws
-    func putOutboxItem(_ item: OutboxItem) throws
-    func removeOutboxItem(id: String, receiver: String) throws
+    func alertStateRows(after anchor: Int64?, through end: Int64) throws -> [KeptRows.RuleState]
+    func putAlertState(_ state: OutboxRuleState, anchor: Int64) throws
+    func putOutboxItem(_ item: OutboxItem, settled: Bool, anchor: Int64) throws
+    func retryOutboxItem(_ item: OutboxItem) throws
+    func outboxRows(after anchor: Int64?, through end: Int64) throws -> [KeptRows.Alert]
+    func purgeSettledAlerts(before cutoff: Int64) throws
+    func keptRows(after anchor: Int64?, through end: Int64) throws -> KeptRows
+    func deleteAllKeptRows() throws
+    func putKept(_ kept: KeptRows) throws
     func outboxItems(receiver: String, dueBy nowMs: Int64, limit: Int) throws -> [OutboxItem]
     func outboxSummary() throws -> [String: (count: Int, nextMs: Int64)]
     func finalize()

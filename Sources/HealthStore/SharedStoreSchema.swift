@@ -9,8 +9,9 @@ import PostgreSQL
 enum SharedStoreSchema {
     /// Version 2 adds the index of live drinks by date (SQLite's version 4),
     /// version 3 the settings' table (SQLite's version 5), version 4 the
-    /// alerts' state and outbox (SQLite's version 6).
-    static let currentVersion: Int64 = 4
+    /// alerts' state and outbox (SQLite's version 6), version 5 their
+    /// anchors and the rules' turns (SQLite's version 7).
+    static let currentVersion: Int64 = 5
 
     static let schema = """
         CREATE TABLE meta(
@@ -33,6 +34,16 @@ enum SharedStoreSchema {
         \(liveByDate)
         \(settingsTable)
         \(outboxTables)
+        \(keptAnchors)
+        """
+
+    static let keptAnchors = """
+        ALTER TABLE alert_state ADD COLUMN turns bigint NOT NULL DEFAULT 0;
+        ALTER TABLE alert_state ADD COLUMN anchor bigint NOT NULL DEFAULT 0;
+        ALTER TABLE outbox ADD COLUMN settled integer NOT NULL DEFAULT 0;
+        ALTER TABLE outbox ADD COLUMN anchor bigint NOT NULL DEFAULT 0;
+        UPDATE alert_state SET anchor = (SELECT value FROM meta WHERE key = 'anchor');
+        UPDATE outbox SET anchor = (SELECT value FROM meta WHERE key = 'anchor');
         """
 
     static let outboxTables = """
@@ -69,6 +80,7 @@ enum SharedStoreSchema {
         2: liveByDate + " UPDATE meta SET value = 2 WHERE key = 'schema';",
         3: settingsTable + " UPDATE meta SET value = 3 WHERE key = 'schema';",
         4: outboxTables + " UPDATE meta SET value = 4 WHERE key = 'schema';",
+        5: keptAnchors + " UPDATE meta SET value = 5 WHERE key = 'schema';",
     ]
 
     /// One key for every coffee-tracker's advisory lock: services starting

@@ -7,7 +7,7 @@ import SQLite
 enum StoreSchema {
     /// "CofT" in ASCII.
     static let applicationID: Int64 = 0x436F_6654
-    static let currentVersion: Int64 = 6
+    static let currentVersion: Int64 = 7
 
     /// The current schema, for a new file.
     ///
@@ -26,7 +26,9 @@ enum StoreSchema {
     /// sums drinks by date over years, a range of that index per bucket,
     /// where a scan per bucket would read the table thousands of times.
     /// Version 5 adds the person's settings and catalogue (`settingsTable`),
-    /// version 6 the alerts' state and outbox (`outboxTables`).
+    /// version 6 the alerts' state and outbox (`outboxTables`), version 7
+    /// their anchors and the rules' turns (`keptAnchors`), so that the feed
+    /// and a standby carry them (docs/protocol.md §15, "In the feed").
     static let schema = """
         CREATE TABLE meta(
             key   TEXT PRIMARY KEY,
@@ -38,6 +40,18 @@ enum StoreSchema {
         \(tombstonesByTime)
         \(settingsTable)
         \(outboxTables)
+        \(keptAnchors)
+        """
+
+    /// Version 7: the anchor of the change that wrote each rule's state and
+    /// outbox row, the rules' turns, and settled outbox rows kept.
+    static let keptAnchors = """
+        ALTER TABLE alert_state ADD COLUMN turns INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE alert_state ADD COLUMN anchor INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE outbox ADD COLUMN settled INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE outbox ADD COLUMN anchor INTEGER NOT NULL DEFAULT 0;
+        UPDATE alert_state SET anchor = (SELECT value FROM meta WHERE key = 'anchor');
+        UPDATE outbox SET anchor = (SELECT value FROM meta WHERE key = 'anchor');
         """
 
     /// The alerts' state and outbox (version 6; docs/protocol.md §16).
@@ -136,6 +150,7 @@ enum StoreSchema {
         4: liveByDate,
         5: settingsTable,
         6: outboxTables,
+        7: keptAnchors,
     ]
 
     /// Creates or migrates the schema of `db` at `path`.

@@ -62,6 +62,9 @@ public struct ChangeSet: Sendable, Hashable {
     public var addedAnchors: [Int64]
     /// The anchor of each tombstone's own change, in `deleted`'s order.
     public var deletedAnchors: [Int64]
+    /// The rows beside the drinks written in the anchors the page covers
+    /// (docs/protocol.md §15, "In the feed").
+    public var kept = KeptRows()
 
     public init(
         added: [Drink], deleted: [Tombstone], anchor: Int64, hasMore: Bool, addedAnchors: [Int64] = [],
@@ -81,6 +84,7 @@ public struct ChangeSet: Sendable, Hashable {
         (changes.added, changes.addedAnchors, changes.deleted, changes.deletedAnchors) = (
             added, addedAnchors, deleted, deletedAnchors
         )
+        changes.kept = kept
         return changes
     }
 }
@@ -92,6 +96,8 @@ public struct AnchoredChanges: Sendable, Hashable {
     public var addedAnchors: [Int64] = []
     public var deleted: [Tombstone] = []
     public var deletedAnchors: [Int64] = []
+    /// The rows beside the drinks in the same anchors (docs/protocol.md §15, "In the feed").
+    public var kept = KeptRows()
 
     public init() {}
 
@@ -163,6 +169,10 @@ public struct CommittedBatch: Sendable, Hashable {
     /// The store's settings after the commit, when it changed them
     /// (docs/protocol.md §15, `HealthStore.writeSettings`); nil otherwise.
     public var settings: StoredSettings?
+    /// The rows beside the drinks that the commit wrote, each with its
+    /// anchor (docs/protocol.md §15, "In the feed"): settings, the rules'
+    /// states, the outbox. A `changes` message carries them.
+    public var kept = KeptRows()
 
     public init(
         anchor: Int64, previousAnchor: Int64, log: [Change], isComplete: Bool = true,
@@ -189,11 +199,12 @@ public struct CommittedBatch: Sendable, Hashable {
         guard log.count > size else { return body(self) }
         for start in stride(from: 0, to: log.count, by: size) {
             let end = min(start + size, log.count)
-            body(
-                CommittedBatch(
-                    anchor: end == log.count ? anchor : anchor(at: end - 1),
-                    previousAnchor: start == 0 ? previousAnchor : anchor(at: start - 1), log: Array(log[start..<end]),
-                    arrived: arrived, replacesRecords: replacesRecords, anchors: anchors.map { Array($0[start..<end]) }))
+            var page = CommittedBatch(
+                anchor: end == log.count ? anchor : anchor(at: end - 1),
+                previousAnchor: start == 0 ? previousAnchor : anchor(at: start - 1), log: Array(log[start..<end]),
+                arrived: arrived, replacesRecords: replacesRecords, anchors: anchors.map { Array($0[start..<end]) })
+            if end == log.count { page.kept = kept }  // the rows go with the last page, whose anchor covers them
+            body(page)
         }
     }
 
@@ -206,12 +217,18 @@ public struct CommittedBatch: Sendable, Hashable {
     /// Resolves on every call.
     public func resolved() -> AnchoredChanges {
         let anchored = log.enumerated().lazy.map { (anchor: self.anchor(at: $0.offset), change: $0.element) }
-        guard replacesRecords else { return AnchoredChanges(anchored) }  // each UUID is in the log once
-        var last: [UUIDKey: Int64] = [:]
-        last.reserveCapacity(log.count)
-        for (anchor, change) in anchored { last[UUIDKey(change.uuid)] = anchor }
-        // A later write of the same UUID wins, at its own anchor.
-        return AnchoredChanges(anchored.filter { last[UUIDKey($0.change.uuid)] == $0.anchor })
+        var changes: AnchoredChanges
+        if replacesRecords {
+            var last: [UUIDKey: Int64] = [:]
+            last.reserveCapacity(log.count)
+            for (anchor, change) in anchored { last[UUIDKey(change.uuid)] = anchor }
+            // A later write of the same UUID wins, at its own anchor.
+            changes = AnchoredChanges(anchored.filter { last[UUIDKey($0.change.uuid)] == $0.anchor })
+        } else {
+            changes = AnchoredChanges(anchored)  // each UUID is in the log once
+        }
+        if !kept.isEmpty { changes.kept = kept }
+        return changes
     }
 
     /// `resolved().added`.

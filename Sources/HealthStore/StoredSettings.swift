@@ -35,7 +35,10 @@ extension HealthStore {
         commitPending()
         let outcome = commit(arrived: ContinuousClock.now) { changes -> StoredSettings in
             let anchor = currentAnchor + 1
-            for (name, value) in values { try statements.putSetting(scope: scope, name: name, value: value, anchor: anchor) }
+            for (name, value) in values {
+                try statements.putSetting(scope: scope, name: name, value: value, anchor: anchor)
+                changes.kept.settings.append(.init(scope: scope, name: name, value: value, anchor: anchor))
+            }
             // No record holds this anchor: `meta` keeps it (as a purge's does).
             try statements.setMeta("anchor", anchor)
             changes.anchor = anchor
@@ -66,16 +69,15 @@ extension HealthStore {
         return settings
     }
 
-    /// The settings another service of a shared store committed up to
-    /// `anchor`, when they changed since those held: what its announcement
-    /// carries. Nil when they did not (or cannot be read now: the next
+    /// The rows beside the drinks that another service of a shared store
+    /// wrote after `after` through `anchor` (its settings, alerts and
+    /// deliveries), and the settings after them when it wrote some: what its
+    /// announcement carries. Empty when they cannot be read now (the next
     /// announcement that leaves an anchor out looks again).
-    func settingsChanged(through anchor: Int64) -> StoredSettings? {
-        let held = settingsNow.withLock { $0.anchor }
-        guard let latest = try? statements.settingsAnchor(), latest > held, latest <= anchor,
-            let read = try? Self.readSettings(statements)
-        else { return nil }
-        settingsNow.withLock { $0 = read }
-        return read
+    func keptChanged(after: Int64, through anchor: Int64) -> (kept: KeptRows, settings: StoredSettings?) {
+        guard let kept = try? statements.keptRows(after: after, through: anchor), !kept.isEmpty else { return (KeptRows(), nil) }
+        guard !kept.settings.isEmpty, let read = try? Self.readSettings(statements) else { return (kept, nil) }
+        settingsNow.withLock { if read.anchor >= $0.anchor { $0 = read } }
+        return (kept, read)
     }
 }

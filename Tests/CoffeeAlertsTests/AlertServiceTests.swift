@@ -20,20 +20,25 @@ struct AlertServiceTests {
     let wall = ManualClock(RFC3339.parse("2025-06-02T10:00:00Z")!)
     let timers = TestClock()
     let logger = Logger(label: "test")
-    let settings = LiveSettings(
-        defaults: PersonSettings(model: CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!)))
+    /// The person's settings, without the bedtime warning (a setting of theirs,
+    /// §15), so that each test sees only what it is about.
+    let settings = LiveSettings(defaults: Self.person(bedtime: nil))
+    let rules = AlertRules.Configuration()
 
-    /// The rules without the bedtime warning, so that each test sees only what it is about.
-    var rules: AlertRules.Configuration {
-        var rules = AlertRules.Configuration()
-        rules.bedtimeMinutes = nil
-        return rules
+    static func person(bedtime: String?) -> PersonSettings {
+        var person = PersonSettings(model: CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!))
+        person.bedtime = bedtime
+        return person
     }
 
-    func parts() async throws -> (HealthStore, ModelService, AlertService, Recorder) {
+    func parts(
+        file: String = "s.sqlite", settings: LiveSettings? = nil, prepare: (HealthStore) async throws -> Void = { _ in }
+    ) async throws -> (HealthStore, ModelService, AlertService, Recorder) {
+        let settings = settings ?? self.settings
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let store = try HealthStore(
-            configuration: .init(path: dir.appendingPathComponent("s.sqlite").path, clock: wall), logger: logger)
+            configuration: .init(path: dir.appendingPathComponent(file).path, clock: wall), logger: logger)
+        try await prepare(store)
         let announced = Recorder()
         let box = Mutex<AlertService?>(nil)
         let model = ModelService(
@@ -80,7 +85,7 @@ struct AlertServiceTests {
         let told = try #require(announced.all.last)
         #expect(told[member: "message"] == .string("Caffeine is under 50 mg from 15:00 (50 mg now): fine to sleep."))
         #expect(try await store.dueAlerts(receiver: "webhook", nowMs: .max, limit: 10).count == 2)
-        #expect(try await store.alertStates().contains(OutboxRuleState(rule: "sleepThreshold", active: true, key: "")))
+        #expect(try await store.alertStates().contains(OutboxRuleState(rule: "sleepThreshold", active: true, key: "", turns: 2)))
         group.triggerGracefulShutdown()
         _ = try? await running.value
         await store.close()
@@ -102,6 +107,52 @@ struct AlertServiceTests {
         await again.evaluate(snapshot)
         #expect(announced.all.count == 2)
         await store.close()
+    }
+
+    /// The person's bedtime and level limit (§15) over the configuration's:
+    /// the rules go by the new values from the next model on.
+    @Test func aChangedBedtimeOrLevelLimitMovesItsAlert() async throws {
+        let settings = LiveSettings(defaults: Self.person(bedtime: "23:00"))
+        let (store, model, alerts, announced) = try await parts(settings: settings)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // 100 mg at 10:00, halved every 5 h: 16.5 mg at 23:00, under the threshold (50 mg): no bedtime alert.
+        _ = try await store.save([Drink(mgCaffeine: 100, date: wall.now())])
+        await alerts.evaluate(try #require(await model.snapshot()))
+        #expect(rules(announced) == ["sleepThreshold cleared"])
+        // Bedtime at noon: 75.8 mg then. A level limit of 80 mg: the level (100 mg) is over it.
+        settings.update(stored: ["person": ["bedtime": "\"12:00\"", "levelOverMg": "80"]], anchor: 2)
+        await alerts.evaluate(try #require(await model.snapshot()))
+        #expect(rules(announced) == ["sleepThreshold cleared", "levelOver fired", "bedtime fired"])
+        #expect(announced.all.last?[member: "key"] == .string("2025-06-02"))
+        #expect(announced.all[1][member: "limitMg"] == .double(80))
+        await store.close()
+    }
+
+    /// An alert's id is derived from the store, the rule and its turn: the
+    /// same turn decided on a copy of the store that did not hold the
+    /// decision (a promoted standby) has the same id, a later turn another.
+    @Test func theSameTurnDecidedAgainHasTheSameID() async throws {
+        let (store, model, alerts, announced) = try await parts()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try await store.save([Drink(mgCaffeine: 350, date: wall.now())])
+        let drinks = try await store.changes(since: 0, limit: 10)
+        let identity = store.identity
+        await alerts.evaluate(try #require(await model.snapshot()))
+        // A standby that had the drink but not the alert's commit.
+        let (copy, copyModel, copyAlerts, again) = try await parts(file: "copy.sqlite") { copy in
+            var changes = drinks.anchored
+            changes.kept = KeptRows()
+            try await copy.replicate(.init(changes: changes, through: drinks.anchor, replacesAll: true, identity: identity))
+        }
+        await copyAlerts.evaluate(try #require(await copyModel.snapshot()))
+        let ids = announced.all.map { $0[member: "id"] }
+        #expect(ids.count == 2 && again.all.map { $0[member: "id"] } == ids)
+        // A later turn of the same rule: another id.
+        _ = try await store.delete([Deletion(uuid: drinks.added[0].uuid)])
+        await alerts.evaluate(try #require(await model.snapshot()))
+        #expect(Set(announced.all.map { $0[member: "id"] }).count == 4)
+        await store.close()
+        await copy.close()
     }
 
     final class Recorder: Sendable {

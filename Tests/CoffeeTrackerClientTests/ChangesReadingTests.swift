@@ -30,12 +30,22 @@ struct ChangesReadingTests {
             let deleted = (0..<Int(next() % 6)).map { _ in Tombstone(uuid: UUID(), version: Int64(next() % 9) + 1) }
             let anchors = (0..<(added.count + deleted.count)).map { Int64(round * 100 + $0 + 1) }
             let identity = round % 2 == 0 ? StoreIdentity(store: UUID(), epoch: Int64(round + 1)) : nil
+            // Now and then the rows beside the drinks (§15, "In the feed").
+            var kept = KeptRows()
+            if round % 3 == 0 {
+                kept.settings = [.init(scope: "person", name: "timeZone", value: #""Europe/Berlin""#, anchor: Int64(round))]
+                kept.ruleStates = [.init(OutboxRuleState(rule: "bedtime", active: true, key: "2026-12-05", turns: 3), anchor: 9)]
+                let item = OutboxItem(
+                    id: "A\(round)", receiver: "ntfy", body: #"{"rule":"bedtime","n":[1,2]}"#, createdMs: 77, nextMs: 77)
+                kept.alerts = [.init(item, settled: round % 2 == 0, anchor: 9)]
+            }
             let bytes = WireFormat.changesMessage(
                 identity: identity, anchor: anchors.last ?? Int64(round), previousAnchor: Int64(round * 100), added: added,
                 addedAnchors: Array(anchors.prefix(added.count)), deleted: deleted,
-                deletedAnchors: Array(anchors.dropFirst(added.count)))
+                deletedAnchors: Array(anchors.dropFirst(added.count)), kept: kept)
             let (inPlace, tree) = try bothReadings(bytes)
             #expect(inPlace == tree)
+            #expect(inPlace.kept == kept)
             #expect(inPlace.added == added && inPlace.deleted == deleted)
             #expect(inPlace.addedAnchors + inPlace.deletedAnchors == anchors)
             #expect(inPlace.previousAnchor == Int64(round * 100) && !inPlace.hasMore)

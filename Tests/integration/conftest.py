@@ -21,6 +21,11 @@ BINARY = os.environ.get("COFFEE_TRACKER") or str(
 VECTORS = Path(__file__).resolve().parents[1] / "CoffeeDomainTests" / "Vectors"
 
 
+#: The rules of docs/protocol.md §16, off (the suite's default) and as the service's defaults have them.
+ALERTS_OFF = {"dailyLimit": False, "levelOverMg": 0, "sleepThreshold": False, "bedtime": "off"}
+ALERTS_ON = {"dailyLimit": True, "levelOverMg": 300, "sleepThreshold": True, "bedtime": "23:00"}
+
+
 def now_iso(offset_s=0.0):
     t = time.time() + offset_s
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % int((t % 1) * 1000)
@@ -132,6 +137,9 @@ class Service:
             "http": {"bind": "127.0.0.1:0"},
             "model": {"timeZone": "UTC", "halfLifeHours": 5},
             "publish": {"heartbeatIntervalS": 0.2, "modelIntervalMs": 50},
+            # The alerts' rules off unless a test is about them: an alert is a commit with an
+            # anchor of its own (§16), and the bedtime rule's turn depends on the hour of the run.
+            "alerts": dict(ALERTS_OFF),
             "log": {"level": "info"},
         }
         for key, value in (extra_config or {}).items():

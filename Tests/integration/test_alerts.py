@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import Service, drink, next_message, wait_until
+from conftest import ALERTS_ON, Service, drink, next_message, wait_until
 from test_bus import subscriber
 from test_http import free_port
 from test_operations import http
@@ -69,7 +69,7 @@ def alert_service(folder, port, extra=None, receiver="webhook"):
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "secret.txt"), "w") as f:
         f.write(SECRET + "\n")
-    alerts = {"levelOverMg": 300, "bedtime": "off", "retryInitialS": 0.2, "retryMaxS": 0.5}
+    alerts = dict(ALERTS_ON, bedtime="off", retryInitialS=0.2, retryMaxS=0.5)
     if receiver == "webhook":
         alerts["webhook"] = {"url": f"http://127.0.0.1:{port}/hook", "secretFile": "secret.txt"}
     else:

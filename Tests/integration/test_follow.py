@@ -28,6 +28,7 @@ class Following:
         self.anchor = None
         self.drinks = set()
         self.model_anchor = None
+        self.settings = {}
         self.states = 0
         self.error = None
         self.stop = threading.Event()
@@ -43,6 +44,7 @@ class Following:
                 self.anchor = state.anchor
                 self.drinks = set(state.drinks)
                 self.model_anchor = state.model["anchor"] if state.model else None
+                self.settings = {scope: dict(names) for scope, names in state.settings.items()}
                 self.states += 1
                 if self.stop.is_set():
                     return

@@ -59,7 +59,8 @@ def test_settings_change_under_a_following_client_and_refusals_change_nothing(fo
 
         status, _, got = call(s, "GET", "/api/v1/settings", token=phone)
         assert status == 200 and got["anchor"] == 0, got
-        assert got["settings"] == {"halfLifeHours": 5, "sleepThresholdMg": 50, "dailyLimitMg": 400, "timeZone": "UTC"}
+        assert got["settings"] == {"halfLifeHours": 5, "sleepThresholdMg": 50, "dailyLimitMg": 400, "timeZone": "UTC",
+                                   "levelOverMg": 0, "bedtime": "off"}  # the suite's alerts.* (conftest)
         assert got["defaults"] == got["settings"]
 
         # Roles: write is not admin; read is not admin.
@@ -76,6 +77,12 @@ def test_settings_change_under_a_following_client_and_refusals_change_nothing(fo
             ({"timeZone": 1}, "settings.timeZone"),
             ({"sleepThresholdMg": "50"}, "settings.sleepThresholdMg"),
             ({"halfLife": 2}, "settings.halfLife"),
+            ({"bedtime": "25:00"}, "settings.bedtime"),
+            ({"halfLifeHours": 3, "bedtime": "7:30"}, "settings.bedtime"),
+            ({"bedtime": 2300}, "settings.bedtime"),
+            ({"levelOverMg": -5}, "settings.levelOverMg"),
+            ({"levelOverMg": "high"}, "settings.levelOverMg"),
+            ({"levelOverMg": 100001}, "settings.levelOverMg"),
             ({}, "settings"),
             ([1], "settings"),
         ]:
@@ -96,9 +103,15 @@ def test_settings_change_under_a_following_client_and_refusals_change_nothing(fo
         assert changed["defaults"]["halfLifeHours"] == 5
         page = s.request({"op": "changes", "anchor": anchor_before})
         assert page["added"] == [] and page["deleted"] == [] and page["anchor"] == changed["anchor"], page
+        # The feed carries the change at its anchor (§15, "In the feed"): the reply and the message alike.
+        rows = [{"scope": "person", "name": "halfLifeHours", "value": 2, "anchor": changed["anchor"]},
+                {"scope": "person", "name": "timeZone", "value": "Europe/Berlin", "anchor": changed["anchor"]}]
+        assert sorted(page["settings"], key=lambda r: r["name"]) == rows, page
         _, message = next_message(feed, topics=(b"changes",), what="the settings' changes message")
         assert (message["previousAnchor"], message["anchor"]) == (anchor_before, changed["anchor"]), message
         assert message["added"] == [] and message["deleted"] == []
+        assert sorted(message["settings"], key=lambda r: r["name"]) == rows, message
+        assert "settings" not in s.request({"op": "changes", "anchor": changed["anchor"]})
 
         # The following client's next model uses the new half-life: 200 mg three hours ago is now 70.7, not 131.9.
         after = models(sub, lambda m: m["anchor"] >= changed["anchor"])

@@ -9,7 +9,7 @@ extension ConfigurationLoader {
         if let v = try reader.number(s, "alerts.levelOverMg", above: -1, max: 100_000) { alerts.levelOverMg = v > 0 ? v : nil }
         if let v = try reader.bool(s, "alerts.sleepThreshold") { alerts.sleepThreshold = v }
         if let v = try reader.string(s, "alerts.bedtime") {
-            guard v == "off" || ServiceConfiguration.Alerts.minutes(v) != nil else {
+            guard v == "off" || PersonSettings.minutes(v) != nil else {
                 throw reader.fail("alerts.bedtime", "must be a local time HH:MM (23:00) or \"off\", got \"\(v)\"")
             }
             alerts.bedtime = v == "off" ? nil : v

@@ -7,10 +7,10 @@ extension ServiceConfiguration {
     public struct Alerts: Sendable, Equatable {
         public var dailyLimit = true
         /// Nil: off (`alerts.levelOverMg`: 0).
-        public var levelOverMg: Double? = 300
+        public var levelOverMg: Double? = PersonSettings.defaultLevelOverMg
         public var sleepThreshold = true
         /// `HH:MM` in the person's zone; nil: off (`alerts.bedtime`: "off").
-        public var bedtime: String? = "23:00"
+        public var bedtime: String? = PersonSettings.defaultBedtime
         public var maxAgeS = OutboxDeliverer.Configuration().maxAge
         public var retryInitialS = OutboxDeliverer.Configuration().retryInitial
         public var retryMaxS = OutboxDeliverer.Configuration().retryMax
@@ -31,17 +31,8 @@ extension ServiceConfiguration {
             rules.dailyLimit = dailyLimit
             rules.levelOverMg = levelOverMg
             rules.sleepThreshold = sleepThreshold
-            rules.bedtimeMinutes = bedtime.flatMap(Self.minutes)
+            rules.bedtimeMinutes = bedtime.flatMap(PersonSettings.minutes)
             return rules
-        }
-
-        /// Minutes after midnight of `HH:MM`; nil when it is not one.
-        static func minutes(_ text: String) -> Int? {
-            let parts = text.split(separator: ":")
-            guard parts.count == 2, parts.allSatisfy({ $0.count == 2 }), let h = Int(parts[0]), let m = Int(parts[1]),
-                (0..<24).contains(h), (0..<60).contains(m)
-            else { return nil }
-            return h * 60 + m
         }
     }
 

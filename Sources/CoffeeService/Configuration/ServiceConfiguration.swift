@@ -270,6 +270,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
         var settings = PersonSettings(
             model: caffeineModel, sleepThresholdMg: model.sleepThresholdMg, dailyLimitMg: model.dailyLimitMg)
         settings.timeZoneName = model.timeZone
+        settings.levelOverMg = alerts.levelOverMg ?? 0
+        settings.bedtime = alerts.bedtime
         return settings
     }
 

@@ -30,8 +30,12 @@ extension CoffeeTrackerService {
         delivery.retryMax = c.alerts.retryMaxS
         let deadLetters = DeadLetterFile(path: c.droppedAlertsPath)
         let logger = self.logger.part("alerts")
+        // Of several services on one PostgreSQL database, one tells (§16).
+        let lease = TellerLease(conninfo: c.store.postgresql, logger: logger)
         let deliverers = receivers.map { receiver in
-            OutboxDeliverer(receiver: receiver, store: store, clock: clock, configuration: delivery, logger: logger) {
+            OutboxDeliverer(
+                receiver: receiver, store: store, clock: clock, configuration: delivery, logger: logger, lease: lease
+            ) {
                 item, reason in
                 let entry = DeadLetterFile.Entry(
                     at: Date(), reason: reason, topic: "alert." + item.receiver, body: Data(item.body.utf8), frames: [])
@@ -44,7 +48,7 @@ extension CoffeeTrackerService {
             store: store, model: model, settings: settings, rules: c.alerts.rules, receivers: receivers.map(\.name),
             wallClock: clock, logger: logger,
             announce: { broadcaster.publish("alert", $0) },
-            wakeDeliverers: { for deliverer in deliverers { deliverer.wake() } })
+            wakeDeliverers: { for deliverer in deliverers { deliverer.wake() } }, lease: lease)
         let mqtt = try c.mqtt.map { m in
             MQTTPublisher(
                 configuration: .init(
@@ -55,7 +59,7 @@ extension CoffeeTrackerService {
                     version: String(cString: coffee_tracker_version())),
                 logger: self.logger.part("mqtt"), commands: m.acceptDrinks ? commands.take : nil)
         }
-        return Outbound(alerts: alerts, deliverers: deliverers, mqtt: mqtt)
+        return Outbound(lease: lease, alerts: alerts, deliverers: deliverers, mqtt: mqtt)
     }
 
     /// A secret's file, trimmed; an error names the key when it cannot be read or is empty.

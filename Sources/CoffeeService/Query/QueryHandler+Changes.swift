@@ -33,7 +33,7 @@ extension QueryHandler {
                 ("hasMore", .bool(page.hasMore)),
                 ("added", WireFormat.drinksArray(page.added, anchors: page.addedAnchors)),
                 ("deleted", WireFormat.tombstonesArray(page.deleted, anchors: page.deletedAnchors)),
-            ])
+            ] + page.kept.members)
     }
 
     /// `read`'s value with the store's identity it belongs to: read again

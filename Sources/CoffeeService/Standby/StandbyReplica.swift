@@ -20,6 +20,8 @@ struct StandbyReplica: FeedTarget {
     private(set) var held: Int64
     /// Messages applied since the last commit, and the anchor they reach.
     private var pending: [(anchor: Int64, change: CommittedBatch.Change)] = []
+    /// The rows beside the drinks those messages carried (settings, the rules' states, the outbox).
+    private var pendingKept = KeptRows()
     private var pendingThrough: Int64?
     /// The update feed has been silent since the last word from it.
     private var silent = false
@@ -96,14 +98,16 @@ struct StandbyReplica: FeedTarget {
 
     mutating func apply(_ changes: Changes) throws {
         pending += Self.anchored(changes).inAnchorOrder
+        pendingKept.append(changes.kept)
         pendingThrough = changes.anchor
         if pending.count >= Self.page { try settled() }
     }
 
     mutating func settled() throws {
         guard let through = pendingThrough else { return }
-        let changes = AnchoredChanges(pending)
-        (pending, pendingThrough) = ([], nil)  // on a failure the loop reads them again from `held`
+        var changes = AnchoredChanges(pending)
+        changes.kept = pendingKept.newestOfEach
+        (pending, pendingKept, pendingThrough) = ([], KeptRows(), nil)  // on a failure the loop reads them again from `held`
         try commit(changes, through: through)
     }
 
@@ -175,6 +179,7 @@ struct StandbyReplica: FeedTarget {
     private mutating func replaceAll(_ client: QueryClient, identity: StoreIdentity? = nil) throws {
         let purged = try Self.purgedAnchor(client)
         var latest: [UUID: (anchor: Int64, change: CommittedBatch.Change)] = [:]
+        var kept = KeptRows()
         var through: Int64 = 0
         // Every live drink (from null), then the changes after the purged
         // anchor; with nothing purged, the read from 0 holds both.
@@ -185,12 +190,14 @@ struct StandbyReplica: FeedTarget {
                 for item in Self.anchored(page).inAnchorOrder where (latest[item.change.uuid]?.anchor ?? 0) < item.anchor {
                     latest[item.change.uuid] = item
                 }
+                kept.append(page.kept)
                 through = max(through, page.anchor)
                 if !page.hasMore { break }
                 page = try client.changes(since: page.anchor, limit: Self.page)
             }
         }
-        let state = AnchoredChanges(latest.values.sorted { $0.anchor < $1.anchor })
+        var state = AnchoredChanges(latest.values.sorted { $0.anchor < $1.anchor })
+        state.kept = kept.newestOfEach
         try commit(state, through: through, replacesAll: true, purgedAnchor: purged, identity: identity)
         logger.notice(
             "standby took the primary's whole state",
@@ -219,6 +226,7 @@ struct StandbyReplica: FeedTarget {
         var anchored = AnchoredChanges()
         (anchored.added, anchored.addedAnchors) = (changes.added, changes.addedAnchors)
         (anchored.deleted, anchored.deletedAnchors) = (changes.deleted, changes.deletedAnchors)
+        anchored.kept = changes.kept
         return anchored
     }
 }

@@ -189,7 +189,7 @@ public final class Broadcaster: Service {
         let body = WireFormat.changesMessage(
             identity: identity, anchor: newAnchor, previousAnchor: previousAnchor, added: changes.added,
             addedAnchors: changes.addedAnchors,
-            deleted: changes.deleted, deletedAnchors: changes.deletedAnchors)
+            deleted: changes.deleted, deletedAnchors: changes.deletedAnchors, kept: changes.kept)
         _ = try? socket.send(Subscriptions.topic, body, dontWait: true)
         if let arrived { publishDelay.observe(ContinuousClock.now - arrived) }
     }

@@ -84,12 +84,15 @@ extension ClientCommands {
         """,
         .settings: """
         Usage: coffee-tracker settings [--half-life HOURS] [--sleep-threshold MG]
-                                       [--daily-limit MG] [--time-zone NAME] [--reset NAMES]
+                                       [--daily-limit MG] [--time-zone NAME]
+                                       [--level-over MG] [--bedtime HH:MM|off] [--reset NAMES]
 
-        Shows the person's settings, and what the configuration gives (model.*);
-        with options, changes them in the store (one change with an anchor of
-        its own; the model is rebuilt with them). --time-zone takes an IANA name
-        (Europe/Berlin); --reset takes a comma-separated list of settings to put
+        Shows the person's settings, and what the configuration gives (model.*,
+        alerts.levelOverMg, alerts.bedtime); with options, changes them in the
+        store (one change with an anchor of its own; the model is rebuilt with
+        them, the alerts go by them from the next model on). --time-zone takes
+        an IANA name (Europe/Berlin); --level-over 0 turns that alert off, as
+        --bedtime off does; --reset takes a comma-separated list of settings to put
         back to the configuration's (half-life,time-zone). Changing needs the
         admin role under security.curve.
         """,

@@ -8,7 +8,7 @@ extension ClientCommands {
     /// The settings' options, by the setting each sets.
     static let settingsOptions = [
         ("half-life", "halfLifeHours"), ("sleep-threshold", "sleepThresholdMg"), ("daily-limit", "dailyLimitMg"),
-        ("time-zone", "timeZone"),
+        ("time-zone", "timeZone"), ("level-over", "levelOverMg"), ("bedtime", "bedtime"),
     ]
 
     static func settings(_ client: QueryClient, _ args: Arguments) throws {
@@ -16,7 +16,8 @@ extension ClientCommands {
         var changes: [(String, JSONValue)] = []
         for (option, name) in settingsOptions {
             guard let text = args[option] else { continue }
-            changes.append((name, name == "timeZone" ? .string(text) : .double(try number(text, "--" + option))))
+            let isText = name == "timeZone" || name == "bedtime"
+            changes.append((name, isText ? .string(text) : .double(try number(text, "--" + option))))
         }
         for word in (args["reset"] ?? "").split(separator: ",") {
             guard let (_, name) = settingsOptions.first(where: { $0.0 == word || $0.1 == word }) else {

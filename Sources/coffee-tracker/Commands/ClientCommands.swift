@@ -24,7 +24,7 @@ enum ClientCommands {
             valued: [
                 "config", "query", "timeout", "type", "mg", "date", "uuid", "version", "source", "since", "limit", "at", "key",
                 "server-key", "svg", "from", "to", "by", "half-life", "sleep-threshold", "daily-limit", "time-zone", "reset",
-                "renamed-from",
+                "renamed-from", "level-over", "bedtime",
             ],
             switches: ["help", "json", "retire", "restore"])
         if args.has("help") {

@@ -103,6 +103,14 @@ enum WatchCommand {
             ("resyncs", .int(Int64(state.resyncs))), ("reconnecting", .bool(state.reconnecting)),
             ("store", state.identity.map { .string(UUIDText.string($0.store)) } ?? .null),
             ("epoch", state.identity.map { .int($0.epoch) } ?? .null),
+            // What the person set, as the feed carries it (docs/protocol.md §15).
+            (
+                "settings",
+                .object(
+                    state.settings.sorted { $0.key < $1.key }.map { scope, names in
+                        (scope, .object(names.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
+                    })
+            ),
         ])
     }
 

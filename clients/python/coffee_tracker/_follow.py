@@ -28,6 +28,11 @@ class State:
     #: and epoch, None until known (or from a service that does not say).
     store: Optional[str] = None
     epoch: Optional[int] = None
+    #: What the person set (PROTOCOL.md §15, "In the feed"): by scope
+    #: (``person``, ``catalogue``), each name's value as it was written
+    #: (``None``: the default put back). A name not here has the service's
+    #: default (``Client.settings()`` gives the values in force).
+    settings: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
 
 class Follower:
@@ -155,11 +160,13 @@ class Follower:
             return self._read_from(None)
         first = reply
         drinks = {} if start is None else dict(self.state.drinks)
+        settings = {} if start is None else {scope: dict(names) for scope, names in self.state.settings.items()}
         while True:
             for drink in reply["added"]:
                 drinks[drink["uuid"]] = drink
             for tombstone in reply["deleted"]:
                 drinks.pop(tombstone["uuid"], None)
+            _take_settings(settings, reply)
             anchor = int(reply["anchor"])
             if not reply.get("hasMore"):
                 break
@@ -171,7 +178,7 @@ class Follower:
             log.warning("the service's store changed (%s epoch %s, was %s epoch %s): read everything again from the start",
                         store, epoch, self.state.store, self.state.epoch)
         self.state = State(anchor=anchor, drinks=drinks, model=None, store=store,
-                           epoch=int(epoch) if epoch is not None else None)
+                           epoch=int(epoch) if epoch is not None else None, settings=settings)
         self.synced = True
 
     def _apply(self, message: Dict[str, Any]) -> None:
@@ -179,3 +186,11 @@ class Follower:
             self.state.drinks[drink["uuid"]] = drink
         for tombstone in message["deleted"]:
             self.state.drinks.pop(tombstone["uuid"], None)
+        _take_settings(self.state.settings, message)
+
+
+def _take_settings(settings: Dict[str, Dict[str, Any]], message: Dict[str, Any]) -> None:
+    """The `settings` rows of a `changes` reply or message, each at its
+    anchor, over what is held (an older service sends none)."""
+    for row in sorted(message.get("settings", ()), key=lambda row: int(row["anchor"])):
+        settings.setdefault(row["scope"], {})[row["name"]] = row["value"]
