@@ -115,7 +115,7 @@ let package = Package(
 
         // What tests share and the product never links: the clock that moves only when told
         // (swift-service-lifecycle's separate test-kit target).
-        .target(name: "CoffeeTestKit", swiftSettings: strict),
+        .target(name: "CoffeeTestKit", dependencies: ["CoffeeDomain"], swiftSettings: strict),
 
         .executableTarget(
             name: "coffee-tracker",
@@ -138,11 +138,12 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "CoffeeChartsTests", dependencies: ["CoffeeCharts", "CoffeeDomain"], swiftSettings: strict),
         .testTarget(
-            name: "HealthStoreTests", dependencies: ["HealthStore", "CoffeeDomain", "SQLite", "PostgreSQL", "CoffeeLogging"],
+            name: "HealthStoreTests",
+            dependencies: ["HealthStore", "CoffeeDomain", "SQLite", "PostgreSQL", "CoffeeLogging", "CoffeeTestKit"],
             swiftSettings: strict),
         .testTarget(
             name: "CoffeeModelTests",
-            dependencies: ["CoffeeModel", "HealthStore", "CoffeeDomain", "CoffeeLifecycle", "CoffeeLogging"],
+            dependencies: ["CoffeeModel", "HealthStore", "CoffeeDomain", "CoffeeLifecycle", "CoffeeLogging", "CoffeeTestKit"],
             swiftSettings: strict),
         .testTarget(
             name: "CoffeeAlertsTests",
@@ -150,7 +151,8 @@ let package = Package(
                 "CoffeeAlerts", "CoffeeModel", "HealthStore", "CoffeeDomain", "CoffeeLifecycle", "CoffeeLogging", "CoffeeTestKit",
             ],
             swiftSettings: strict),
-        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "Syscall"], swiftSettings: strict),
+        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: strict),
+        .testTarget(name: "SyscallTests", dependencies: ["Syscall"], swiftSettings: strict),
         .testTarget(
             name: "CoffeeRelayTests", dependencies: ["CoffeeRelay", "CoffeeDomain", "CoffeeLogging"], swiftSettings: strict),
         .testTarget(

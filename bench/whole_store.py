@@ -168,7 +168,7 @@ def main():
     parser.add_argument("--rate", type=float, default=1000)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--trials", type=int, default=3, help="lag runs of each kind, alternated")
-    parser.add_argument("--kills", type=int, default=10)
+    parser.add_argument("--kills", type=int, default=10, help="teller kills; 0 leaves the hand-over out")
     parser.add_argument("--out", default=str(ROOT / "bench/whole-store.json"))
     args = parser.parse_args()
     loadgen, _ = build(ROOT / ".build/peers")
@@ -176,8 +176,9 @@ def main():
     with tempfile.TemporaryDirectory(prefix="ct-whole-") as d:
         results["standby_lag"] = standby_lag(args.binary, loadgen, Path(d), args.trials, args.rate, args.seconds)
         print(json.dumps({k: v for k, v in results["standby_lag"].items() if k != "runs"}), flush=True)
-        results["hand_over"] = hand_over(args.binary, Path(d) / "teller", args.kills)
-        print(json.dumps({k: v for k, v in results["hand_over"].items() if not isinstance(v, list)}), flush=True)
+        if args.kills:
+            results["hand_over"] = hand_over(args.binary, Path(d) / "teller", args.kills)
+            print(json.dumps({k: v for k, v in results["hand_over"].items() if not isinstance(v, list)}), flush=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.out}")
 

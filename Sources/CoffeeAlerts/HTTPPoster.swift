@@ -2,10 +2,16 @@ import COutbound
 import CoffeeDomain
 import Foundation
 
+/// What a deliverer POSTs through (`OutboxDeliverer`): libcurl's `HTTPPoster`,
+/// or a test's. Used on one thread.
+protocol AlertPosting: AnyObject {
+    func post(_ url: String, headers: [(String, String)], body: [UInt8]) -> HTTPPoster.Outcome
+}
+
 /// HTTP POSTs through libcurl (`COutbound`), on the thread that owns it: one
 /// connection kept from request to request, so that a burst to one receiver
 /// rides one keep-alive connection. Not for sharing between threads.
-final class HTTPPoster {
+final class HTTPPoster: AlertPosting {
     /// What a POST came to: a status, or why none came.
     enum Outcome: Equatable {
         case answered(Int)

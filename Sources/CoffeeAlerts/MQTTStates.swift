@@ -81,8 +81,8 @@ public struct MQTTStates: Sendable {
         func number(_ v: Double, _ places: Double) -> String { JSONValue.double((v * places).rounded() / places).serialized() }
         let mg = snapshot.mgCaffeine
         let under =
-            mg <= sleepThresholdMg
-            ? snapshot.at : snapshot.at + snapshot.halfLifeHours * 3600 * log2(mg / sleepThresholdMg)
+            snapshot.at
+            + (CaffeineModel.secondsToFall(from: mg, to: sleepThresholdMg, halfLife: snapshot.halfLifeHours * 3600) ?? 0)
         return [
             (stateTopic("caffeine"), number(mg, 10)), (stateTopic("level"), snapshot.level.rawValue),
             (stateTopic("today"), number(snapshot.cupsToday * CaffeineModel.mgPerCup, 10)),

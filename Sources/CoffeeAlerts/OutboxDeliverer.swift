@@ -52,13 +52,25 @@ public final class OutboxDeliverer: Service, Sendable {
     let dropped: @Sendable (OutboxItem, String) -> Void
     /// Of several services on one PostgreSQL database, only the lease's holder delivers (§16).
     let lease: TellerLease?
+    /// Makes, on the deliverer's thread, what it POSTs through (libcurl's, or a test's), given the timeout.
+    let makePoster: @Sendable (TimeInterval) -> any AlertPosting
     private let counts = Mutex(Counts())
     private let bell = DispatchSemaphore(value: 0)
     private let stopping = Atomic<Bool>(false)
 
-    public init(
+    public convenience init(
         receiver: AlertReceiver, store: HealthStore, clock: any WallClock, configuration: Configuration = .init(),
         logger: Logger, lease: TellerLease? = nil, dropped: @escaping @Sendable (OutboxItem, String) -> Void
+    ) {
+        self.init(
+            receiver: receiver, store: store, clock: clock, configuration: configuration, logger: logger, lease: lease,
+            poster: { HTTPPoster(connectTimeoutMs: 5000, timeoutMs: Int($0 * 1000)) }, dropped: dropped)
+    }
+
+    init(
+        receiver: AlertReceiver, store: HealthStore, clock: any WallClock, configuration: Configuration, logger: Logger,
+        lease: TellerLease?, poster: @escaping @Sendable (TimeInterval) -> any AlertPosting,
+        dropped: @escaping @Sendable (OutboxItem, String) -> Void
     ) {
         name = "alerts-" + receiver.name
         self.receiver = receiver
@@ -68,6 +80,7 @@ public final class OutboxDeliverer: Service, Sendable {
         self.logger = logger
         self.dropped = dropped
         self.lease = lease
+        makePoster = poster
     }
 
     public var current: Counts { counts.withLock { $0 } }
@@ -98,7 +111,7 @@ public final class OutboxDeliverer: Service, Sendable {
     private var isStopping: Bool { stopping.load(ordering: .relaxed) }
 
     private func loop() {
-        let poster = HTTPPoster(connectTimeoutMs: 5000, timeoutMs: Int(configuration.timeout * 1000))
+        let poster = makePoster(configuration.timeout)
         while !isStopping {
             guard lease?.isHeld ?? true else {  // another service delivers; taking the lease wakes this one
                 _ = bell.wait(timeout: .now() + 1)
@@ -129,7 +142,7 @@ public final class OutboxDeliverer: Service, Sendable {
         return min(3600, max(0.001, Double(next - nowMs) / 1000))
     }
 
-    private func deliver(_ due: [OutboxItem], with poster: HTTPPoster) {
+    private func deliver(_ due: [OutboxItem], with poster: any AlertPosting) {
         var done: [OutboxItem] = []
         var retried: [OutboxItem] = []
         for item in due where !isStopping {

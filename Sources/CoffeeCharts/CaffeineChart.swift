@@ -47,8 +47,7 @@ public struct CaffeineChart: Sendable {
     /// drink: `halfLife × log2(mgNow / threshold)` after now; nil when it is
     /// under already.
     public func sleepTime(mgNow: Double, now: Date) -> Date? {
-        guard mgNow > sleepThresholdMg, sleepThresholdMg > 0 else { return nil }
-        return now + model.halfLifeHours * 3600 * log2(mgNow / sleepThresholdMg)
+        CaffeineModel.secondsToFall(from: mgNow, to: sleepThresholdMg, halfLife: model.halfLifeHours * 3600).map { now + $0 }
     }
 
     /// The picture at `now` of `drinks` (any; those outside the 36 hours are left out).

@@ -117,8 +117,9 @@ public struct AlertRules: Sendable {
 
     /// When the level falls to `mg` with no drink; nil when it is there already.
     func fallsTo(_ mg: Double, _ snapshot: ModelSnapshot) -> Date? {
-        guard snapshot.mgCaffeine > mg, mg > 0 else { return nil }
-        return snapshot.at + snapshot.halfLifeHours * 3600 * log2(snapshot.mgCaffeine / mg)
+        CaffeineModel.secondsToFall(from: snapshot.mgCaffeine, to: mg, halfLife: snapshot.halfLifeHours * 3600).map {
+            snapshot.at + $0
+        }
     }
 
     /// A rule's condition (nil inside its band: as it was) and its key.

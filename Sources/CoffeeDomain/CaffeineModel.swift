@@ -114,3 +114,16 @@ public struct ModelSnapshot: Sendable, Hashable {
     /// nil for a model computed apart from a store.
     public var identity: StoreIdentity? = nil
 }
+
+extension CaffeineModel {
+    /// How long, with no drink, until a level of `mg` falls to `threshold`,
+    /// one `halfLife` (seconds) per halving: `halfLife × log2(mg / threshold)`,
+    /// the closed form of §3's decay; nil when it is at or under it already
+    /// (or the threshold is not above 0). The alerts' timer, MQTT's
+    /// `under_threshold_at`, the picture's sleep time and history's hours over
+    /// the threshold all go by it.
+    public static func secondsToFall(from mg: Double, to threshold: Double, halfLife: TimeInterval) -> TimeInterval? {
+        guard mg > threshold, threshold > 0 else { return nil }
+        return halfLife * log2(mg / threshold)
+    }
+}

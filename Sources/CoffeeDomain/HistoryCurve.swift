@@ -69,8 +69,8 @@ public struct HistoryCurve: Sendable {
             var over = 0.0
             var moment = start
             func stretch(to next: Date) {
-                guard level > thresholdMg else { return }
-                over += min(next.timeIntervalSince(moment), halfLife * log2(level / thresholdMg))
+                guard let falls = CaffeineModel.secondsToFall(from: level, to: thresholdMg, halfLife: halfLife) else { return }
+                over += min(next.timeIntervalSince(moment), falls)
             }
             while true {
                 let comes = entering < doses.count && doses[entering].date < bucket.end ? doses[entering].date : nil

@@ -26,8 +26,8 @@ public final class LiveSettings: Sendable {
 
     private static func current(_ defaults: PersonSettings, _ stored: [String: [String: String]], _ anchor: Int64) -> Current {
         Current(
-            person: PersonSettings(defaults: defaults, stored: stored["person"] ?? [:]),
-            catalogue: DrinkCatalogue(stored: stored["catalogue"] ?? [:]), anchor: anchor)
+            person: PersonSettings(defaults: defaults, stored: stored[SettingsScope.person.rawValue] ?? [:]),
+            catalogue: DrinkCatalogue(stored: stored[SettingsScope.catalogue.rawValue] ?? [:]), anchor: anchor)
     }
 
     public var current: Current { value.withLock { $0 } }

@@ -1,4 +1,5 @@
 import CoffeeLogging
+import Synchronization
 
 /// Runs services as one unit, with swift-service-lifecycle's semantics.
 ///
@@ -24,6 +25,8 @@ public final class ServiceGroup: Sendable {
     private let maximumGracefulShutdownDuration: Duration?
     private let clock: any Clock<Duration>
     private let logger: Logger
+    /// `run()` was called: a second call is refused, not run twice.
+    private let ran = Atomic<Bool>(false)
 
     /// - Parameters:
     ///   - maximumGracefulShutdownDuration: how long a graceful shutdown may
@@ -53,8 +56,10 @@ public final class ServiceGroup: Sendable {
     /// after a graceful shutdown has finished every service.
     ///
     /// - Throws: `ServiceGroupError` when a service failed to start, failed,
-    ///   or stopped on its own; the others have been shut down by then.
+    ///   or stopped on its own (the others have been shut down by then), or
+    ///   when the group ran already.
     public func run(onStarted: @Sendable () async -> Void = {}) async throws {
+        guard !ran.exchange(true, ordering: .relaxed) else { throw ServiceGroupError.ranTwice(services.map(\.name)) }
         let failure = await withTaskGroup(of: Event.self, returning: ServiceGroupError?.self) { group in
             var signals: [ShutdownSignal] = []
             var failure: ServiceGroupError?

@@ -6,6 +6,7 @@ public struct ServiceGroupError: Error, CustomStringConvertible {
         case runFailed
         case finishedEarly
         case drainTimedOut
+        case ranTwice
     }
     private let code: Code
     /// The service's name.
@@ -22,6 +23,10 @@ public struct ServiceGroupError: Error, CustomStringConvertible {
     static func finishedEarly(_ service: String) -> Self {
         Self(code: .finishedEarly, service: service, underlying: nil)
     }
+    /// `run()` was called on a group that ran already: its services are not started twice.
+    static func ranTwice(_ services: [String]) -> Self {
+        Self(code: .ranTwice, service: services.joined(separator: ", "), underlying: nil)
+    }
     /// The drain passed the group's deadline; `service` names those still running then.
     static func drainTimedOut(_ services: [String]) -> Self {
         Self(code: .drainTimedOut, service: services.joined(separator: ", "), underlying: nil)
@@ -36,6 +41,7 @@ public struct ServiceGroupError: Error, CustomStringConvertible {
         case .runFailed: "\(service) failed: \(underlying.map { "\($0)" } ?? "")"
         case .finishedEarly: "\(service) stopped on its own before it was asked to"
         case .drainTimedOut: "the drain passed its deadline; cancelled the services still running: \(service)"
+        case .ranTwice: "a service group runs once; it ran already (\(service))"
         }
     }
 }

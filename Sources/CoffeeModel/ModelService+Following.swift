@@ -92,10 +92,12 @@ extension ModelService {
             case .gap: try await loadNewData()
             }
             // The person changed the half-life or the time zone: every sum the
-            // model holds was made with the old ones.
+            // model holds was made with the old ones. Made again from the drinks
+            // it holds: a read of the store's window would hold up its commits.
             if state.caffeine != caffeine {
-                logger.info("the person's settings changed; rebuilding the model with them")
-                try await rebuild()
+                logger.info("the person's settings changed; the model goes by them", metadata: ["anchor": "\(state.anchor)"])
+                state = state.with(caffeine)
+                cacheBehind = true
             }
         } catch {
             logger.error("could not catch up with the store", metadata: ["error": "\(error)"])

@@ -36,6 +36,16 @@ public struct ModelState: Sendable {
         index = CaffeineIndex(model: caffeine, reference: clock.now())
     }
 
+    /// The same drinks, anchor and identity under other settings (a half-life
+    /// or a time zone the person changed, docs/protocol.md §15): every sum is
+    /// made again from the drinks held, with no read of the store.
+    public func with(_ caffeine: CaffeineModel) -> ModelState {
+        var next = ModelState(caffeine: caffeine, clock: clock)
+        guard let completeSince else { return next }
+        next.reset(drinks: index.drinks, anchor: anchor, completeSince: completeSince, identity: identity)
+        return next
+    }
+
     /// What applying a commit did (`apply`).
     public enum FollowOutcome: Sendable {
         /// Applied: it followed on from the model's anchor.

@@ -154,11 +154,11 @@ struct WriterStateMachine<Waiter, Recovery> {
     mutating func beginLeading() -> LeadAction {
         switch state {
         case .writing(let pending, let scheduled, let leading):
-            assert(!leading, "WriterStateMachine: a second leader")
+            precondition(!leading, "WriterStateMachine: a second leader")
             state = .writing(pending: pending, commitScheduled: scheduled, leading: true)
             return .lead
         case .faulted(let reason, let held, let waiters, let leading, let retrying):
-            assert(!leading, "WriterStateMachine: a second leader")
+            precondition(!leading, "WriterStateMachine: a second leader")
             state = .faulted(reason: reason, held: held, waiters: waiters, leading: true, retrying: retrying)
             return .lead  // what it hands over is held or refused; nothing commits
         case .draining, .closed:
@@ -172,12 +172,12 @@ struct WriterStateMachine<Waiter, Recovery> {
     mutating func endLeading() -> HandOver {
         switch state {
         case .writing(let pending, let scheduled, let leading):
-            assert(leading, "WriterStateMachine: endLeading without a leader")
+            precondition(leading, "WriterStateMachine: endLeading without a leader")
             let schedule = !pending.isEmpty && !scheduled
             state = .writing(pending: pending, commitScheduled: scheduled || schedule, leading: false)
             return schedule ? .scheduleCommit : .none
         case .faulted(let reason, let held, let waiters, let leading, let retrying):
-            assert(leading, "WriterStateMachine: endLeading without a leader")
+            precondition(leading, "WriterStateMachine: endLeading without a leader")
             state = .faulted(reason: reason, held: held, waiters: waiters, leading: false, retrying: retrying)
             return .none
         case .draining, .closed, .modifying:
@@ -265,11 +265,11 @@ struct WriterStateMachine<Waiter, Recovery> {
     mutating func startDraining() -> DrainAction {
         switch state {
         case .writing(let pending, _, let leading):
-            assert(!leading, "WriterStateMachine: a close while a producer leads")
+            precondition(!leading, "WriterStateMachine: a close while a producer leads")
             state = .draining(pending: pending, failed: nil, waiters: [])
             return .none
         case .faulted(_, let held, let waiters, let leading, let retrying):
-            assert(!leading, "WriterStateMachine: a close while a producer leads")
+            precondition(!leading, "WriterStateMachine: a close while a producer leads")
             state = .draining(pending: held, failed: nil, waiters: waiters)
             return retrying ? .cancelRetry : .none
         case .draining, .closed:

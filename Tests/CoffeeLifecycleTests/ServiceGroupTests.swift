@@ -72,6 +72,16 @@ struct ServiceGroupTests {
         #expect(Set(entries.filter { $0.hasPrefix("run") }) == ["run a", "run b", "run c"])
     }
 
+    /// A group runs once: a second `run()` is refused, and no service starts again.
+    @Test func aSecondRunIsRefused() async throws {
+        let journal = Journal()
+        let group = ServiceGroup(services: [MockService(name: "a", journal: journal)], logger: Logger(label: "test"))
+        #expect(await runThenShutDown(group) == nil)
+        let error = await runThenShutDown(group)
+        #expect("\(error.map { "\($0)" } ?? "")".contains("runs once"))
+        #expect(journal.entries.filter { $0 == "start a" }.count == 1)
+    }
+
     @Test func onStartedRunsOnlyOnceEveryServiceHasStarted() async throws {
         let journal = Journal()
         let group = ServiceGroup(

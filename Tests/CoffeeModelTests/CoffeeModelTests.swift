@@ -1,6 +1,7 @@
 import CoffeeDomain
 import CoffeeLifecycle
 import CoffeeLogging
+import CoffeeTestKit
 import Foundation
 import HealthStore
 import Synchronization

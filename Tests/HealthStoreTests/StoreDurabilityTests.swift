@@ -1,4 +1,5 @@
 import CoffeeDomain
+import CoffeeTestKit
 import Foundation
 import SQLite
 import Synchronization

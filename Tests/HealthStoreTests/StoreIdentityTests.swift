@@ -1,5 +1,6 @@
 import CoffeeDomain
 import CoffeeLogging
+import CoffeeTestKit
 import Foundation
 import SQLite
 import Testing

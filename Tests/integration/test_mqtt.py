@@ -13,9 +13,11 @@ import threading
 import time
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import Service, drink, wait_until
 from test_http import free_port
+from test_operations import http
 
 paho = pytest.importorskip("paho.mqtt.client")
 pytestmark = pytest.mark.skipif(shutil.which("mosquitto") is None and not os.path.exists("/usr/sbin/mosquitto"),
@@ -161,6 +163,11 @@ def test_drinks_from_the_command_topics_follow_the_bus_rules(folder):
         wait_until(lambda: s.request({"op": "stats"})["rejected"] == 1, what="the bad drink rejected")
         line = json.loads((s.data / "rejected.jsonl").read_text().splitlines()[-1])
         assert line["topic"] == "mqtt:drink.add" and "uuid" in line["reason"], line
+        # Counted under its own channel, not the bus's.
+        status, text = http(s, "/metrics")
+        rejected = {sample.labels["channel"]: sample.value for family in text_string_to_metric_families(text)
+                    for sample in family.samples if sample.name == "coffee_tracker_rejected_total"}
+        assert status == 200 and rejected["mqtt"] == 1 and rejected["bus"] == 0, rejected
         sender.publish(f"coffee-tracker/{node}/drink.delete", json.dumps([good["uuid"]]), qos=1)
         wait_until(lambda: good["uuid"] in [d["uuid"] for d in s.all_changes(anchor=0)[1]], what="the deletion stored")
         # Without mqtt.acceptDrinks, the service takes nothing from its command topic.

@@ -145,7 +145,8 @@ def test_metrics_parse_and_agree_with_the_query_endpoint(service):
     commit = families["coffee_tracker_commit_duration_seconds"]
     assert commit.type == "histogram"
     count = [s.value for s in commit.samples if s.name.endswith("_count")][0]
-    assert count >= 2
+    # The bus's 25 and the query's 3 may share one commit (the writer batches what waits): one at least, each timed once.
+    assert 1 <= count <= stats["commits"]
     delay = families["coffee_tracker_publish_delay_seconds"]
     assert [s.value for s in delay.samples if s.name.endswith("_count")][0] >= 1
     for name in ("process_cpu_seconds", "process_resident_memory_bytes", "process_open_fds", "process_start_time_seconds",

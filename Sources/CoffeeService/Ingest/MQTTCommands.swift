@@ -31,7 +31,10 @@ struct MQTTCommands: Sendable {
         case .drinks(let drinks): batch = WriteBatch(drinks: drinks)
         case .deletions(let deletions): batch = WriteBatch(deletions: deletions)
         case .rejected(var entry):
-            defer { ServiceCounters.bump(counters.rejected) }
+            defer {
+                ServiceCounters.bump(counters.rejected)
+                ServiceCounters.bump(counters.rejectedMQTT)
+            }
             entry.topic = "mqtt:" + entry.topic  // where it came from, beside the bus's own
             do {
                 try deadLetters.append([entry])

@@ -9,8 +9,10 @@ public final class ServiceCounters: Sendable {
     public let stored = Atomic<Int>(0)
     /// Saves ignored as duplicates.
     public let duplicates = Atomic<Int>(0)
-    /// Bus messages rejected (to the dead-letter file).
+    /// Bus messages rejected (to the dead-letter file), those of the MQTT broker's command topics included.
     public let rejected = Atomic<Int>(0)
+    /// Of `rejected`, those from the MQTT broker's command topics (docs/protocol.md §16).
+    public let rejectedMQTT = Atomic<Int>(0)
     public let requests = Atomic<Int>(0)
     public let filesProcessed = Atomic<Int>(0)
     public let filesFailed = Atomic<Int>(0)

@@ -37,10 +37,11 @@ struct ServiceMetrics: Sendable {
         m.counter("coffee_tracker_duplicates_total", "Saves ignored as duplicates.", [([], Double(c.duplicates.value))])
         m.counter(
             "coffee_tracker_rejected_total",
-            "Input refused: bus messages dead-lettered, query requests in error, inbox files failed.",
+            "Input refused: bus and MQTT messages dead-lettered, query requests in error, inbox files failed.",
             [
-                ([("channel", "bus")], Double(c.rejected.value)), ([("channel", "query")], Double(c.queryRejected.value)),
-                ([("channel", "inbox")], Double(c.filesFailed.value)),
+                ([("channel", "bus")], Double(c.rejected.value - c.rejectedMQTT.value)),
+                ([("channel", "query")], Double(c.queryRejected.value)), ([("channel", "inbox")], Double(c.filesFailed.value)),
+                ([("channel", "mqtt")], Double(c.rejectedMQTT.value)),
             ])
         m.counter(
             "coffee_tracker_files_total", "Inbox files, by result.",

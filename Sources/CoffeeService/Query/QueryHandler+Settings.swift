@@ -5,10 +5,6 @@ import HealthStore
 /// The person's settings and catalogue (docs/protocol.md §15): read as they
 /// are now, changed in a commit of the store with an anchor of its own.
 extension QueryHandler {
-    /// The store's scopes (`StoredSettings`).
-    static let personScope = "person"
-    static let catalogueScope = "catalogue"
-
     /// `settings`: the values the person goes by, what the configuration
     /// gives, and the anchor of their last change.
     func settingsReply() -> JSONValue {
@@ -29,7 +25,7 @@ extension QueryHandler {
             let field = error.field.map { "settings." + $0 } ?? "settings"
             throw QueryError(.badRequest, "\(field): \(error.rule)", field: field)
         }
-        try await write(scope: Self.personScope, rows)
+        try await write(scope: SettingsScope.person.rawValue, rows)
         return settingsReply()
     }
 
@@ -52,7 +48,7 @@ extension QueryHandler {
             let field = error.field.map { $0 == "name" ? $0 : "entry." + $0 } ?? "entry"
             throw QueryError(.badRequest, "\(field): \(error.rule)", field: field)
         }
-        try await write(scope: Self.catalogueScope, rows)
+        try await write(scope: SettingsScope.catalogue.rawValue, rows)
         return catalogueReply()
     }
 
