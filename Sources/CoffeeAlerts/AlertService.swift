@@ -4,7 +4,6 @@ import CoffeeLogging
 import CoffeeModel
 import Foundation
 import HealthStore
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -50,9 +49,7 @@ public actor AlertService: Service {
         /// The teller's lease was taken: the rules' state is read again first (another service's).
         var leaseTaken = false
     }
-    private nonisolated let arrived = Mutex(Arrived())
-    private nonisolated let doorbell: AsyncStream<Void>.Continuation
-    private nonisolated let rings: AsyncStream<Void>
+    private nonisolated let arrived = LatestValue(Arrived())
 
     public init(
         store: HealthStore, model: ModelService, settings: LiveSettings, rules: AlertRules.Configuration,
@@ -71,7 +68,6 @@ public actor AlertService: Service {
         self.announce = announce
         self.wakeDeliverers = wakeDeliverers
         self.lease = lease
-        (rings, doorbell) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Reads the rules' state from the store.
@@ -99,29 +95,26 @@ public actor AlertService: Service {
 
     /// A model was published: only queues and rings (it is called on the model's turn).
     public nonisolated func observe(_ snapshot: ModelSnapshot) {
-        arrived.withLock { $0.snapshot = snapshot }
-        doorbell.yield()
+        arrived.update { $0.snapshot = snapshot }
     }
 
     public func run() async throws {
-        onGracefulShutdown { [doorbell] in doorbell.finish() }
-        for await _ in rings { await look() }
+        onGracefulShutdown { [arrived] in arrived.finish() }
+        while await arrived.next() { await look() }
         timer?.cancel()
     }
 
     /// The rules over the newest model, or over the model now when the timer rang.
     func look() async {
         guard lease?.isHeld ?? true else { return }  // another service tells; the newest model waits
-        let (published, timerRang, leaseTaken) = arrived.withLock { arrived in
-            defer { arrived = Arrived() }
-            return (arrived.snapshot, arrived.timerRang, arrived.leaseTaken)
-        }
-        var snapshot = published
+        let taken = arrived.take(reset: Arrived())
+        let (timerRang, leaseTaken) = (taken.timerRang, taken.leaseTaken)
+        var snapshot = taken.snapshot
         if leaseTaken {
             // The teller before this one decided up to here: go on from its state, with the model now.
             do { try await readState() } catch {
                 logger.error("could not read the rules' state; trying again at the next model", metadata: ["error": "\(error)"])
-                arrived.withLock { $0.leaseTaken = true }
+                arrived.amend { $0.leaseTaken = true }  // no ring: the next model finds it
                 return
             }
             wakeDeliverers()
@@ -199,13 +192,11 @@ public actor AlertService: Service {
     }
 
     private nonisolated func ringLeaseTaken() {
-        arrived.withLock { $0.leaseTaken = true }
-        doorbell.yield()
+        arrived.update { $0.leaseTaken = true }
     }
 
     private nonisolated func ringTimer() {
-        arrived.withLock { $0.timerRang = true }
-        doorbell.yield()
+        arrived.update { $0.timerRang = true }
     }
 
     /// The rules' state, for tests.

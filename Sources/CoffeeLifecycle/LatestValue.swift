@@ -55,6 +55,10 @@ public final class LatestValue<Value: Sendable>: Sendable {
         return result
     }
 
+    /// Amends the value without ringing: what the next ring finds (a retry
+    /// left for later, not a reason to wake now).
+    public func amend(_ body: (inout Value) -> Void) { state.withLock { body(&$0.value) } }
+
     /// The value, replaced by `reset`, in one step: what the consumer handles.
     public func take(reset: Value) -> Value {
         state.withLock { state in

@@ -53,7 +53,8 @@ public actor ModelService: Service {
     let wallClock: any WallClock
     let configuration: Configuration
     let logger: Logger
-    private let publish: @Sendable (ModelSnapshot) -> Void
+    /// Who is handed each model, and the last one handed (a late observer's first).
+    private nonisolated let observers = Mutex<(list: [@Sendable (ModelSnapshot) -> Void], last: ModelSnapshot?)>(([], nil))
 
     /// The model itself.
     var state: ModelState
@@ -61,16 +62,12 @@ public actor ModelService: Service {
     var cacheBehind = false
 
     /// Commits the store has announced and the model has not applied yet, in order.
-    private nonisolated let arrived = Mutex<[CommittedBatch]>([])
-    private nonisolated let doorbell: AsyncStream<Void>.Continuation
-    /// Yields (coalesced: at most one waiting) when commits arrive or a refresh is due.
-    private nonisolated let arrivals: AsyncStream<Void>
+    /// Rings (coalesced: at most one waiting) when commits arrive or a refresh is due.
+    private nonisolated let arrived = LatestValue<[CommittedBatch]>([])
 
-    /// - Parameter publish: called with the model after each round; it must
-    ///   only queue (the broadcaster's `publish`).
     public init(
         store: HealthStore, cache: ModelCache?, settings: LiveSettings, clock: any WallClock,
-        configuration: Configuration = .init(), logger: Logger, publish: @escaping @Sendable (ModelSnapshot) -> Void
+        configuration: Configuration = .init(), logger: Logger
     ) {
         self.store = store
         self.cache = cache
@@ -78,9 +75,7 @@ public actor ModelService: Service {
         self.wallClock = clock
         self.configuration = configuration
         self.logger = logger
-        self.publish = publish
         state = ModelState(caffeine: settings.person.model, clock: clock)
-        (arrivals, doorbell) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Loads the model (cache, then the store's changes since its anchor),
@@ -93,13 +88,13 @@ public actor ModelService: Service {
     }
 
     public func run() async throws {
-        onGracefulShutdown { [doorbell] in doorbell.finish() }
+        onGracefulShutdown { [arrived] in arrived.finish() }
         let configuration = self.configuration
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await repeatUntilShutdown(every: configuration.refreshInterval, on: configuration.clock) { self.ring() }
             }
-            for await _ in arrivals {
+            while await arrived.next() {
                 await round()
                 // Coalesce: what arrives meanwhile waits for the next round.
                 await sleepUnlessShutdown(for: configuration.roundInterval, on: configuration.clock)
@@ -127,8 +122,24 @@ public actor ModelService: Service {
         }
     }
 
+    /// Hands every model published from now on to `observer` (the
+    /// broadcaster, the rules, the page's event streams), the last one
+    /// first when there was one. It is called on the model's turn, so it
+    /// must only queue. Observers are told in the order they came, each
+    /// model to all before the next.
+    public nonisolated func observeModels(_ observer: @escaping @Sendable (ModelSnapshot) -> Void) {
+        observers.withLock { observers in
+            observers.list.append(observer)
+            if let last = observers.last { observer(last) }
+        }
+    }
+
     private func publishNow() {
-        if let snapshot = state.snapshot() { publish(snapshot) }
+        guard let snapshot = state.snapshot() else { return }
+        observers.withLock { observers in
+            observers.last = snapshot
+            for observer in observers.list { observer(snapshot) }
+        }
     }
 
     /// Queues a commit for the model: a `HealthStore.CommitObserver`, run
@@ -139,19 +150,15 @@ public actor ModelService: Service {
     /// the new ones; the round rebuilds the model with them (`catchUp`).
     public nonisolated func arrive(_ batch: CommittedBatch) {
         if let changed = batch.settings { settings.update(stored: changed.values, anchor: changed.anchor) }
-        arrived.withLock { $0.append(batch) }
-        doorbell.yield()
+        arrived.update { $0.append(batch) }
     }
 
     /// Asks for a round without a commit (caffeine decays with time).
-    public nonisolated func ring() { doorbell.yield() }
+    public nonisolated func ring() { arrived.update { _ in } }
 
     /// Takes the commits that arrived, in order.
     func takeArrived() -> [CommittedBatch] {
-        arrived.withLock { queue in
-            defer { queue.removeAll() }
-            return queue
-        }
+        arrived.take(reset: [])
     }
 
     // MARK: - Reading, after every commit made before the call

@@ -40,16 +40,15 @@ struct AlertServiceTests {
             configuration: .init(path: dir.appendingPathComponent(file).path, clock: wall), logger: logger)
         try await prepare(store)
         let announced = Recorder()
-        let box = Mutex<AlertService?>(nil)
         let model = ModelService(
             store: store, cache: nil, settings: settings, clock: wall,
             configuration: .init(roundInterval: .milliseconds(1), refreshInterval: .seconds(3600), clock: ContinuousClock()),
-            logger: logger, publish: { snapshot in box.withLock { $0 }?.observe(snapshot) })
+            logger: logger)
         let alerts = AlertService(
             store: store, model: model, settings: settings, rules: rules, receivers: ["webhook"], wallClock: wall,
             timerClock: timers, logger: logger, announce: { json in announced.append(json) },
             wakeDeliverers: {})
-        box.withLock { $0 = alerts }
+        model.observeModels { snapshot in alerts.observe(snapshot) }
         try await model.start()
         try await alerts.start()
         return (store, model, alerts, announced)

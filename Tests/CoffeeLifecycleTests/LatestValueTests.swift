@@ -1,5 +1,4 @@
 import CoffeeLifecycle
-import Synchronization
 import Testing
 
 /// The mailbox every producer-to-task hand-over uses: the newest wins, a
@@ -31,9 +30,12 @@ struct LatestValueTests {
         // Each set after the consumer has taken the previous one.
         for value in 1...3 {
             latest.set(value)
-            while latest.value != value { await Task.yield() }
+            let deadline = ContinuousClock.now + .seconds(5)
+            while latest.value != value, ContinuousClock.now < deadline { await Task.yield() }
+            #expect(latest.value == value, "the set value is the one read")
             try? await Task.sleep(for: .milliseconds(20))
         }
+        latest.finish()  // a consumer that never saw 3 ends here, not at the time limit
         let values = await seen.value
         #expect(values.last == 3)
         #expect(values == values.sorted(), "never an older value after a newer one: \(values)")
@@ -58,6 +60,20 @@ struct LatestValueTests {
                 }
             }
         }
+    }
+
+    @Test func anAmendmentWaitsForTheNextRing() async {
+        let latest = LatestValue<[Int]>([])
+        latest.amend { $0.append(1) }  // a retry kept for later: no ring
+        let woke = Task { await latest.next() }
+        try? await Task.sleep(for: .milliseconds(50))
+        latest.update { $0.append(2) }
+        #expect(await woke.value)
+        #expect(latest.take(reset: []) == [1, 2])
+        latest.amend { $0.append(3) }
+        latest.finish()
+        #expect(await latest.next() == false, "an amendment alone never wakes the consumer")
+        #expect(latest.value == [3])
     }
 
     @Test func finishAndCancelEndTheWait() async {

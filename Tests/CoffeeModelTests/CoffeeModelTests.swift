@@ -36,10 +36,12 @@ struct Fixture {
         _ store: HealthStore, cache: ModelCache? = nil, every interval: Duration = .milliseconds(1),
         clock: any Clock<Duration> = ContinuousClock(), publish: @escaping @Sendable (Int64) -> Void = { _ in }
     ) -> ModelService {
-        ModelService(
+        let service = ModelService(
             store: store, cache: cache, settings: LiveSettings(defaults: PersonSettings(model: Self.caffeine)), clock: self.clock,
             configuration: .init(roundInterval: interval, refreshInterval: .seconds(3600), clock: clock),
-            logger: Self.logger, publish: { publish($0.anchor) })
+            logger: Self.logger)
+        service.observeModels { publish($0.anchor) }
+        return service
     }
     func drink(_ offset: TimeInterval, mg: Double = 100) -> Drink {
         Drink(mgCaffeine: mg, date: clock.now() + offset)
@@ -383,6 +385,25 @@ struct ModelServiceTests {
         _ = try await store.save([d])
         #expect(await model.snapshot()?.anchor == 4)
         #expect(await model.current.drinks == [a, b, c, d])
+        await f.stop(following)
+        await store.close()
+    }
+
+    /// Every observer is handed each model; one that comes late is handed
+    /// the last one first, so nobody starts with nothing.
+    @Test func aLateObserverIsHandedTheLastModelFirst() async throws {
+        let f = Fixture()
+        defer { f.cleanup() }
+        let (store, model, changes, following) = try await f.following()
+        _ = try await store.save([f.drink(-60)])
+        for await anchor in changes where anchor == 1 { break }
+        let (late, handed) = AsyncStream.makeStream(of: Int64.self)
+        model.observeModels { snapshot in handed.yield(snapshot.anchor) }
+        var lateAnchors = late.makeAsyncIterator()
+        #expect(await lateAnchors.next() == 1, "handed the last model at once")
+        _ = try await store.save([f.drink(-30)])
+        for await anchor in changes where anchor == 2 { break }
+        while let anchor = await lateAnchors.next(), anchor != 2 {}  // the suite's time limit bounds the wait
         await f.stop(following)
         await store.close()
     }

@@ -38,7 +38,7 @@ struct EndpointTests {
             let model = ModelService(
                 store: store, cache: nil,
                 settings: LiveSettings(defaults: PersonSettings(model: CaffeineModel(timeZone: TimeZone(identifier: "UTC")!))),
-                clock: SystemClock(), logger: Logger(label: "test"), publish: { _ in })
+                clock: SystemClock(), logger: Logger(label: "test"))
             try await model.start()  // loads, and follows the store's commits
             return QueryHandler(
                 store: store, model: model, validator: DrinkValidator(), counters: counters,

@@ -30,21 +30,9 @@ extension CoffeeTrackerService {
                 counters: counters, logger: logger.part("updates"))
             // A standby takes no bus events and no inbox files: its follower of the primary stands in their place.
             let standby = try c.follow.map { try StandbyService(follow: $0, store: store, logger: logger.part("standby")) }
-            let partsBox = PartsBox()
-            // Each model goes to the bus's subscribers and to the page's event streams.
             let model = ModelService(
                 store: store, cache: cache, settings: settings, clock: clock,
-                configuration: c.modelServiceConfiguration, logger: logger.part("model"),
-                publish: { snapshot in
-                    let body = Data(WireFormat.modelMessage(snapshot))
-                    broadcaster.publish("model", encoded: body)
-                    // The rules and the broker (§16): they only take it over.
-                    partsBox.parts?.outbound?.observe(snapshot, sleepThresholdMg: settings.person.sleepThresholdMg)
-                    // The parts are all made before the model's first round (the group's start).
-                    if let http = partsBox.parts?.http, http.hasEventStreams {
-                        http.publish(event: HTTPResponse.event("model", json: body))
-                    }
-                })
+                configuration: c.modelServiceConfiguration, logger: logger.part("model"))
             // One dead-letter file, which the bus and the broker's command topics share.
             let deadLetters = DeadLetterFile(path: c.deadLetterPath)
             let outbound = try makeOutbound(
@@ -94,13 +82,12 @@ extension CoffeeTrackerService {
                     case .admitted(let name): token = name
                     }
                     if APIRoutes.isAPI(request.path) { return await api.answer(request, caller: .http(token: token)) }
-                    guard let parts = partsBox.parts else { return HTTPResponse(status: 503, body: "starting\n") }
                     return await OperationsRoutes(
-                        store: parts.store, phase: self.phase,
+                        store: store, phase: self.phase,
                         metrics: ServiceMetrics(
-                            counters: self.counters, store: parts.store, broadcaster: parts.broadcaster, model: parts.model,
-                            following: parts.standby?.status, outbound: parts.outbound),
-                        pictures: pictures, outbound: parts.outbound
+                            counters: self.counters, store: store, broadcaster: broadcaster, model: model,
+                            following: standby?.status, outbound: outbound),
+                        pictures: pictures, outbound: outbound
                     ).answer(request)
                 }
             }
@@ -112,14 +99,19 @@ extension CoffeeTrackerService {
             if let ingest { probes.append(("ingest", { await ingest.answers(within: .seconds(1)) })) }
             if let zap { probes.append(("zap", { await zap.answers(within: .seconds(1)) })) }
             let operations = OperationsService(notifier: notifier, probes: probes, logger: logger.part("systemd")) {
-                guard let parts = partsBox.parts else { return "starting" }
-                return await self.status(parts)
+                await self.status(store)
+            }
+            // Each model goes to the bus's subscribers, the rules and the broker (§16), and the page's event streams.
+            model.observeModels { snapshot in
+                let body = Data(WireFormat.modelMessage(snapshot))
+                broadcaster.publish("model", encoded: body)
+                outbound?.observe(snapshot, sleepThresholdMg: settings.person.sleepThresholdMg)
+                if let http, http.hasEventStreams { http.publish(event: HTTPResponse.event("model", json: body)) }
             }
             let parts = Parts(
                 store: store, cache: cache, zap: zap, broadcaster: broadcaster, model: model, outbound: outbound,
                 query: query, ingest: ingest, inbox: inbox, standby: standby, http: http, operations: operations,
                 serverKey: security.keys?.publicKey, memory: MemoryReclaimer(logger: logger.part("memory")))
-            partsBox.set(parts)
             return parts
         }
     }
@@ -169,13 +161,6 @@ extension CoffeeTrackerService {
             services.append(operations)
             return services
         }
-    }
-
-    /// The parts, for the HTTP routes and the status line made before they exist.
-    final class PartsBox: Sendable {
-        private let value = Mutex<Parts?>(nil)
-        var parts: Parts? { value.withLock { $0 } }
-        func set(_ parts: Parts) { value.withLock { $0 = parts } }
     }
 
     /// `<data>/endpoints.json`: the endpoints really bound, so that clients

@@ -130,7 +130,7 @@ public final class CoffeeTrackerService: Sendable {
                 await self.keepEndpointsCurrent(parts)
                 let anchor = await parts.store.anchor
                 self.phase.enterReady()
-                self.notifier.notify("READY=1", "STATUS=" + (await self.status(parts)))
+                self.notifier.notify("READY=1", "STATUS=" + (await self.status(parts.store)))
                 self.logger.notice(
                     "ready",
                     metadata: [
@@ -158,9 +158,9 @@ public final class CoffeeTrackerService: Sendable {
     }
 
     /// The one-line summary systemd shows (`STATUS=`).
-    func status(_ parts: Parts) async -> String {
-        let anchor = await parts.store.anchor
-        let fault = parts.store.isFaulted ? " STORE FAULT:" + ((await parts.store.faultDescription) ?? "") : ""
+    func status(_ store: HealthStore) async -> String {
+        let anchor = await store.anchor
+        let fault = store.isFaulted ? " STORE FAULT:" + ((await store.faultDescription) ?? "") : ""
         return
             "anchor \(anchor), \(counters.received.value) received, \(counters.stored.value) stored, "
             + "\(counters.subscribers.value) subscriptions\(fault)"
