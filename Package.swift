@@ -159,7 +159,8 @@ let package = Package(
             name: "CoffeeLifecycleTests", dependencies: ["CoffeeLifecycle", "CoffeeTestKit", "CoffeeLogging"],
             swiftSettings: strict),
         .testTarget(
-            name: "CoffeeTrackerClientTests", dependencies: ["CoffeeTrackerClient", "CoffeeDomain"], swiftSettings: strict),
+            name: "CoffeeTrackerClientTests",
+            dependencies: ["CoffeeTrackerClient", "CoffeeDomain", "CoffeeService", "CoffeeLogging"], swiftSettings: strict),
         .testTarget(
             name: "CoffeeServiceTests",
             dependencies: [

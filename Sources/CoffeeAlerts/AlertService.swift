@@ -21,7 +21,6 @@ public actor AlertService: Service {
     public nonisolated let name = "alerts"
     let store: HealthStore
     let model: ModelService
-    let settings: LiveSettings
     let rules: AlertRules.Configuration
     /// The outbox's receivers by name: an alert gets a row for each.
     let receivers: [String]
@@ -52,14 +51,13 @@ public actor AlertService: Service {
     private nonisolated let arrived = LatestValue(Arrived())
 
     public init(
-        store: HealthStore, model: ModelService, settings: LiveSettings, rules: AlertRules.Configuration,
+        store: HealthStore, model: ModelService, rules: AlertRules.Configuration,
         receivers: [String], wallClock: any WallClock, timerClock: any Clock<Duration> = ContinuousClock(), logger: Logger,
         announce: @escaping @Sendable (JSONValue) -> Void, wakeDeliverers: @escaping @Sendable () -> Void,
         lease: TellerLease? = nil
     ) {
         self.store = store
         self.model = model
-        self.settings = settings
         self.rules = rules
         self.receivers = receivers
         self.wallClock = wallClock
@@ -126,12 +124,8 @@ public actor AlertService: Service {
 
     /// Decides, writes, announces; then sets the timer for the next crossing.
     func evaluate(_ snapshot: ModelSnapshot) async {
-        // The person's level limit and bedtime (docs/protocol.md §15) over the configuration's.
-        let person = settings.person
-        var configuration = self.rules
-        configuration.levelOverMg = person.levelOverMg > 0 ? person.levelOverMg : nil
-        configuration.bedtimeMinutes = person.bedtimeMinutes
-        let rules = AlertRules(configuration: configuration, settings: person)
+        // The person's level limit and bedtime (docs/protocol.md §15), as the store holds them now.
+        let rules = AlertRules(configuration: self.rules, settings: store.liveSettings.person)
         var next = state
         let events = rules.evaluate(snapshot, state: &next)
         if next != state {

@@ -22,9 +22,14 @@ public final class MQTTPublisher: Service, Sendable {
         public var password: String?
         public var keepalive: Int
 
+        /// `mqtt.port`'s default: MQTT's own port.
+        public static let defaultPort = 1883
+        /// `mqtt.keepaliveS`'s default.
+        public static let defaultKeepalive = 30
+
         public init(
-            host: String, port: Int = 1883, caFile: String? = nil, username: String? = nil, password: String? = nil,
-            keepalive: Int = 30
+            host: String, port: Int = Self.defaultPort, caFile: String? = nil, username: String? = nil,
+            password: String? = nil, keepalive: Int = Self.defaultKeepalive
         ) {
             self.host = host
             self.port = port
@@ -48,15 +53,17 @@ public final class MQTTPublisher: Service, Sendable {
     let configuration: Configuration
     let states: MQTTStates
     let logger: Logger
-    /// libmosquitto's handle, from `start` until `run` ends: sends hold the
-    /// lock, so that none uses it while it is destroyed.
-    private let handle = Mutex<Handle?>(nil)
-    private struct Handle: @unchecked Sendable {  // libmosquitto's calls are thread-safe
-        let mosq: OpaquePointer
+    /// libmosquitto's handle, from `start` until `run` ends, and the
+    /// connection's status, under one lock: sends hold it, so that none
+    /// uses the handle while it is destroyed.
+    private let link = Mutex(Link())
+    private struct Link: @unchecked Sendable {  // libmosquitto's calls are thread-safe
+        var mosq: OpaquePointer?
+        var status = Status()
     }
-    private let status = Mutex(Status())
-    /// The newest states, sent on each connection.
-    private let latest = Mutex<[(topic: String, payload: String)]>([])
+    /// The newest states: the model's turn sets them and rings, the sender
+    /// (`run`) sends them when connected; each connection rings again.
+    private let latest = LatestValue<[(topic: String, payload: String)]>([])
 
     /// Messages of the command topics (`drink.add`, `drink.delete`), on
     /// libmosquitto's thread: the bus's topic and the payload. Nil: the
@@ -73,14 +80,14 @@ public final class MQTTPublisher: Service, Sendable {
         self.commands = commands
     }
 
-    public var current: Status { status.withLock { $0 } }
+    public var current: Status { link.withLock { $0.status } }
 
     public func start() async throws {
         mosquitto_lib_init()
         guard let mosq = mosquitto_new("\(states.node)_\(getpid())", true, Unmanaged.passUnretained(self).toOpaque()) else {
             throw MQTTError("mosquitto_new failed")
         }
-        handle.withLock { $0 = Handle(mosq: mosq) }
+        link.withLock { $0.mosq = mosq }
         if let username = configuration.username {
             try check(mosquitto_username_pw_set(mosq, username, configuration.password), "mqtt.username")
         }
@@ -103,20 +110,25 @@ public final class MQTTPublisher: Service, Sendable {
         let code = mosquitto_connect_async(mosq, configuration.host, Int32(configuration.port), Int32(configuration.keepalive))
         if code != MOSQ_ERR_SUCCESS.rawValue {
             let reason = String(cString: mosquitto_strerror(code))
-            status.withLock { $0.problem = reason }
+            link.withLock { $0.status.problem = reason }
             logger.warning("the MQTT broker cannot be reached yet; trying again", metadata: ["reason": "\(reason)"])
         }
         try check(mosquitto_loop_start(mosq), "the MQTT thread")
     }
 
+    /// Sends the newest states whenever they change or a connection comes,
+    /// until the shutdown; then "offline", and the handle goes.
     public func run() async throws {
-        await gracefulShutdown()
+        onGracefulShutdown { [latest] in latest.finish() }
+        while await latest.next() {
+            if current.connected { send(latest.value) }
+        }
         if current.connected { send([(states.availabilityTopic, "offline")]) }
         // Taken out first: a send from now on (the model's last rounds, a callback) does nothing.
         guard
-            let mosq = handle.withLock({ handle in
-                defer { handle = nil }
-                return handle?.mosq
+            let mosq = link.withLock({ link in
+                defer { link.mosq = nil }
+                return link.mosq
             })
         else { return }
         mosquitto_disconnect(mosq)
@@ -124,51 +136,48 @@ public final class MQTTPublisher: Service, Sendable {
         mosquitto_destroy(mosq)
     }
 
-    /// The newest model: sent now when connected, kept for the next connection otherwise.
+    /// The newest model, on the model's turn: handed to the sender, which
+    /// sends it when connected; a newer one replaces it unsent.
     public func publish(_ snapshot: ModelSnapshot, sleepThresholdMg: Double) {
-        let values = states.states(snapshot, sleepThresholdMg: sleepThresholdMg)
-        latest.withLock { $0 = values }
-        guard current.connected else { return }
-        send(values)
+        latest.set(states.states(snapshot, sleepThresholdMg: sleepThresholdMg))
     }
 
     private func send(_ messages: [(topic: String, payload: String)]) {
-        let sent = handle.withLock { handle -> Int in
-            guard let mosq = handle?.mosq else { return 0 }
-            var sent = 0
+        link.withLock { link in
+            guard let mosq = link.mosq else { return }
             for (topic, payload) in messages {
                 let bytes = Array(payload.utf8)
                 if mosquitto_publish(mosq, nil, topic, Int32(bytes.count), bytes, 1, true) == MOSQ_ERR_SUCCESS.rawValue {
-                    sent += 1
+                    link.status.published += 1
                 }
             }
-            return sent
         }
-        status.withLock { $0.published += sent }
     }
 
     private static func from(_ object: UnsafeMutableRawPointer?) -> MQTTPublisher {
         Unmanaged<MQTTPublisher>.fromOpaque(object!).takeUnretainedValue()
     }
 
-    /// On libmosquitto's thread: the discovery, "online" and the newest states, again.
+    /// On libmosquitto's thread: the discovery and "online", then the sender
+    /// is rung for the newest states.
     private func connected(_ code: Int32) {
         guard code == 0 else {
             let reason = String(cString: mosquitto_connack_string(code))
-            status.withLock { $0.problem = reason }
+            link.withLock { $0.status.problem = reason }
             logger.warning("the MQTT broker refused the connection", metadata: ["reason": "\(reason)"])
             return
         }
-        status.withLock {
-            $0.connected = true
-            $0.connections += 1
-            $0.problem = nil
+        link.withLock {
+            $0.status.connected = true
+            $0.status.connections += 1
+            $0.status.problem = nil
         }
         logger.info("connected to the MQTT broker", metadata: ["host": "\(configuration.host)", "port": "\(configuration.port)"])
-        send(states.discovery + [(states.availabilityTopic, "online")] + latest.withLock { $0 })
+        send(states.discovery + [(states.availabilityTopic, "online")])
+        latest.update { _ in }
         if commands != nil {
-            handle.withLock { handle in
-                guard let mosq = handle?.mosq else { return }
+            link.withLock { link in
+                guard let mosq = link.mosq else { return }
                 for name in MQTTStates.commands { mosquitto_subscribe(mosq, nil, states.commandTopic(name), 1) }
             }
         }
@@ -182,13 +191,13 @@ public final class MQTTPublisher: Service, Sendable {
 
     private func disconnected(_ code: Int32) {
         let reason = code == 0 ? "disconnected" : "the connection was lost (\(String(cString: mosquitto_strerror(code))))"
-        let was = status.withLock { status -> Bool in
+        let was = link.withLock { link -> Bool in
             defer {
                 // A broker's refusal (a wrong password) stays the reason while it refuses.
-                if status.connected || status.problem == nil { status.problem = reason }
-                status.connected = false
+                if link.status.connected || link.status.problem == nil { link.status.problem = reason }
+                link.status.connected = false
             }
-            return status.connected
+            return link.status.connected
         }
         if was, code != 0 {
             logger.warning(

@@ -50,16 +50,19 @@ public struct AlertEvent: Sendable, Hashable {
 
 /// The rules as the configuration and the person's settings set them.
 public struct AlertRules: Sendable {
+    /// Which rules the configuration turns on; the level limit and the
+    /// bedtime are the person's (`PersonSettings`, docs/protocol.md §15).
     public struct Configuration: Sendable, Hashable {
         public var dailyLimit = true
-        /// Nil: the rule is off.
-        public var levelOverMg: Double? = 300
         public var sleepThreshold = true
-        /// Minutes after local midnight; nil: the warning is off.
-        public var bedtimeMinutes: Int? = 23 * 60
 
         public init() {}
     }
+
+    /// The level the `levelOver` rule tells of; nil: the rule is off (0 in the settings).
+    var levelOverMg: Double? { settings.levelOverMg > 0 ? settings.levelOverMg : nil }
+    /// Bedtime in minutes after local midnight; nil: the warning is off.
+    var bedtimeMinutes: Int? { settings.bedtimeMinutes }
 
     /// A limit crossed must be left by this fraction of it before the rule
     /// can turn the other way: a level wavering round a limit tells once.
@@ -78,9 +81,9 @@ public struct AlertRules: Sendable {
         AlertRule.allCases.filter { rule in
             switch rule {
             case .dailyLimit: configuration.dailyLimit
-            case .levelOver: configuration.levelOverMg != nil
+            case .levelOver: levelOverMg != nil
             case .sleepThreshold: configuration.sleepThreshold
-            case .bedtime: configuration.bedtimeMinutes != nil
+            case .bedtime: bedtimeMinutes != nil
             }
         }
     }
@@ -128,7 +131,7 @@ public struct AlertRules: Sendable {
         case .dailyLimit:
             return (Self.mgToday(s) > settings.dailyLimitMg, localDay(s.at))
         case .levelOver:
-            let limit = configuration.levelOverMg ?? .infinity
+            let limit = levelOverMg ?? .infinity
             if s.mgCaffeine > limit { return (true, "") }
             return (s.mgCaffeine < limit * (1 - Self.band) ? false : nil, "")
         case .sleepThreshold:
@@ -151,7 +154,7 @@ public struct AlertRules: Sendable {
             case .dailyLimit:
                 times.append(nextMidnight(after: snapshot.at))
             case .levelOver:
-                if status.active, let limit = configuration.levelOverMg,
+                if status.active, let limit = levelOverMg,
                     let t = fallsTo(limit * (1 - Self.band), snapshot)
                 {
                     times.append(t)
@@ -190,7 +193,7 @@ public struct AlertRules: Sendable {
 
     /// The first bedtime after `date` in the person's zone.
     func nextBedtime(after date: Date) -> Date {
-        let minutes = configuration.bedtimeMinutes ?? 0
+        let minutes = bedtimeMinutes ?? 0
         let components = DateComponents(hour: minutes / 60, minute: minutes % 60)
         return calendar.nextDate(after: date, matching: components, matchingPolicy: .nextTime) ?? date + 86_400
     }
@@ -214,11 +217,11 @@ public struct AlertRules: Sendable {
             title = "Back under \(Int(limit.rounded())) mg today"
             message = "\(today) mg of caffeine today, under your daily limit of \(Int(limit.rounded())) mg again."
         case (.levelOver, true):
-            limit = configuration.levelOverMg ?? 0
+            limit = levelOverMg ?? 0
             title = "Caffeine over \(Int(limit.rounded())) mg"
             message = "\(mg) mg of caffeine in the body now, over \(Int(limit.rounded())) mg."
         case (.levelOver, false):
-            limit = configuration.levelOverMg ?? 0
+            limit = levelOverMg ?? 0
             title = "Caffeine under \(Int(limit.rounded())) mg"
             message = "\(mg) mg of caffeine in the body now, back under \(Int(limit.rounded())) mg."
         case (.sleepThreshold, true):

@@ -43,9 +43,9 @@ public actor ModelService: Service {
 
     public nonisolated let name = "model"
     /// The person's settings (docs/protocol.md §15): the half-life and the
-    /// time zone the model goes by. A commit that changes them (`arrive`)
-    /// updates them here, and the next round rebuilds the model with them.
-    public nonisolated let settings: LiveSettings
+    /// time zone the model goes by. The store replaces them at a commit that
+    /// changes them; the next round rebuilds the model with them.
+    public nonisolated var settings: LiveSettings { store.liveSettings }
     /// The caffeine model's settings now, for readers that compute beyond the held window.
     public nonisolated var caffeine: CaffeineModel { settings.person.model }
     let store: HealthStore
@@ -66,16 +66,15 @@ public actor ModelService: Service {
     private nonisolated let arrived = LatestValue<[CommittedBatch]>([])
 
     public init(
-        store: HealthStore, cache: ModelCache?, settings: LiveSettings, clock: any WallClock,
+        store: HealthStore, cache: ModelCache?, clock: any WallClock,
         configuration: Configuration = .init(), logger: Logger
     ) {
         self.store = store
         self.cache = cache
-        self.settings = settings
         self.wallClock = clock
         self.configuration = configuration
         self.logger = logger
-        state = ModelState(caffeine: settings.person.model, clock: clock)
+        state = ModelState(caffeine: store.liveSettings.person.model, clock: clock)
     }
 
     /// Loads the model (cache, then the store's changes since its anchor),
@@ -145,11 +144,9 @@ public actor ModelService: Service {
     /// Queues a commit for the model: a `HealthStore.CommitObserver`, run
     /// on the store's thread, so it only appends and rings. A round that is
     /// waiting wakes; one that is pausing finds it later, with whatever else
-    /// arrived meanwhile. A commit of the settings updates them at once,
-    /// before its reply, so that whoever reads them after the reply reads
-    /// the new ones; the round rebuilds the model with them (`catchUp`).
+    /// arrived meanwhile. A commit of the settings rebuilds the model with
+    /// them (`catchUp`).
     public nonisolated func arrive(_ batch: CommittedBatch) {
-        if let changed = batch.settings { settings.update(stored: changed.values, anchor: changed.anchor) }
         arrived.update { $0.append(batch) }
     }
 

@@ -93,22 +93,6 @@ extension QueryClient {
         }
     }
 
-    /// The person's settings the service goes by (docs/protocol.md §15).
-    public func settings() throws -> PersonSettings {
-        let reply = try reply(.object([("op", .string(QueryOperation.settings.rawValue))]))
-        return try decoded {
-            let values = try reply.member("settings")
-            let zone = try values.member("timeZone").text()
-            guard let timeZone = TimeZone(identifier: zone) else {
-                throw WireFormat.DecodingError("unknown time zone \"\(zone)\"")
-            }
-            return PersonSettings(
-                model: CaffeineModel(halfLifeHours: try values.member("halfLifeHours").number(), timeZone: timeZone),
-                sleepThresholdMg: try values.member("sleepThresholdMg").number(),
-                dailyLimitMg: try values.member("dailyLimitMg").number())
-        }
-    }
-
     /// How every success the service writes begins.
     static let success = Data(#"{"ok":true,"#.utf8)
 
@@ -124,7 +108,7 @@ extension QueryClient {
     }
 
     /// A reply the service sent but this client cannot read is a failure that says so.
-    private func decoded<T>(_ body: () throws -> T) throws -> T {
+    func decoded<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as WireFormat.DecodingError {

@@ -70,7 +70,7 @@ extension HealthStore {
         }
         let now = Int64((configuration.clock.now().timeIntervalSince1970 * 1000).rounded())
         let identityBefore = identityNow.withLock { $0 }
-        let outcome = self.commit(arrived: ContinuousClock.now) { changes -> StoredSettings? in
+        let outcome = self.commit(arrived: ContinuousClock.now) { changes in
             changes.anchors = []
             changes.reserve(ordered.count)
             if commit.replacesAll {
@@ -101,11 +101,9 @@ extension HealthStore {
                 try StoreIdentityRecord.write(identity, standby: true, to: db!)  // a standby's store is a file
                 identityNow.withLock { $0 = IdentityNow(identity: identity, upgraded: false) }
             }
-            return changes.settings
         }
         switch outcome {
-        case .committed(let settings):
-            if let settings { settingsNow.withLock { $0 = settings } }
+        case .committed:
             if let purged = commit.purgedAnchor {
                 purgedAnchor = commit.identity != nil ? purged : max(purgedAnchor, purged)
             }

@@ -166,6 +166,15 @@ extension HealthStore {
             return .failed(error)
         }
         commitDuration.observe(ContinuousClock.now - started)
+        // The settings' one owner takes them before anyone is told of the commit
+        // (a standby that took a whole state may go back to older ones).
+        if let settings = changes.settings {
+            if changes.replacesAll {
+                liveSettings.replace(stored: settings.values, anchor: settings.anchor)
+            } else {
+                liveSettings.update(stored: settings.values, anchor: settings.anchor)
+            }
+        }
         finishCommit(from: previous, changes: changes)
         delivered(value)
         // A commit of duplicates alone writes nothing, so it proves nothing

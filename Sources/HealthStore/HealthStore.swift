@@ -47,6 +47,9 @@ public actor HealthStore {
         /// The store opens as a standby's (`follow`): marked so, so that a
         /// later start as a primary is a promotion (its epoch goes up, once).
         public var standby = false
+        /// The person's settings where the store keeps none of their own
+        /// (the configuration's `model.*` and `alerts.*`, docs/protocol.md §15).
+        public var settingsDefaults = PersonSettings()
 
         public init(
             path: String, tombstoneRetention: TimeInterval = 30 * 86_400, clock: any WallClock = SystemClock(),
@@ -99,8 +102,11 @@ public actor HealthStore {
         var upgraded: Bool
     }
     var commits: Int64 = 0
-    /// The settings the store keeps (`StoredSettings`), for any thread.
-    nonisolated let settingsNow: Mutex<StoredSettings>
+    /// The person's settings and catalogue now, for any thread: the one
+    /// owner of them, replaced by the store's own commits (a write, a
+    /// standby's copy, another service's announcement) before they are
+    /// announced or replied to, so no reader waits on another's round.
+    public nonisolated let liveSettings: LiveSettings
 
     /// A batch waiting for its commit, and who to tell.
     struct Waiter: Sendable {
@@ -166,7 +172,8 @@ public actor HealthStore {
         let identity = try StoreIdentityRecord.open(
             opened.connection, asStandby: configuration.standby, anchor: opened.anchor)
         identityNow = Mutex(IdentityNow(identity: identity.identity, upgraded: identity.upgraded))
-        settingsNow = Mutex(try Self.readSettings(opened.statements))
+        let stored = try Self.readSettings(opened.statements)
+        liveSettings = LiveSettings(defaults: configuration.settingsDefaults, stored: stored.values, anchor: stored.anchor)
         if let event = identity.event {
             logger.notice(
                 "the store's identity: \(event)",
@@ -235,7 +242,10 @@ public actor HealthStore {
     public nonisolated var identity: StoreIdentity { identityNow.withLock { $0.identity } }
 
     /// The settings the store keeps now (docs/protocol.md §15).
-    public nonisolated var settings: StoredSettings { settingsNow.withLock { $0 } }
+    public nonisolated var settings: StoredSettings {
+        let current = liveSettings.current
+        return StoredSettings(values: current.stored, anchor: current.anchor)
+    }
 
     /// Whether the identity was made for a store that already held changes
     /// (by the first build that kept one): a standby's such store takes its

@@ -5,7 +5,7 @@ import Synchronization
 /// The settings a store keeps (docs/protocol.md §15): the person's own
 /// values and their drink catalogue, as rows of `settings` (scope, name, a
 /// JSON value, the anchor of the change that wrote it). The store keeps
-/// them as text and does not read them; `LiveSettings` does, over the
+/// them as text and does not read them; its `LiveSettings` does, over the
 /// configuration's defaults.
 public struct StoredSettings: Sendable, Hashable {
     /// Scope, then name, then the value's JSON text.
@@ -49,7 +49,6 @@ extension HealthStore {
         }
         switch outcome {
         case .committed(let after):
-            settingsNow.withLock { $0 = after }
             return after
         case .storageFault(let reason):
             storageFailed([], reason)
@@ -77,7 +76,7 @@ extension HealthStore {
     func keptChanged(after: Int64, through anchor: Int64) -> (kept: KeptRows, settings: StoredSettings?) {
         guard let kept = try? statements.keptRows(after: after, through: anchor), !kept.isEmpty else { return (KeptRows(), nil) }
         guard !kept.settings.isEmpty, let read = try? Self.readSettings(statements) else { return (kept, nil) }
-        settingsNow.withLock { if read.anchor >= $0.anchor { $0 = read } }
+        liveSettings.update(stored: read.values, anchor: read.anchor)
         return (kept, read)
     }
 }

@@ -22,7 +22,7 @@ struct AlertServiceTests {
     let logger = Logger(label: "test")
     /// The person's settings, without the bedtime warning (a setting of theirs,
     /// §15), so that each test sees only what it is about.
-    let settings = LiveSettings(defaults: Self.person(bedtime: nil))
+    let person = Self.person(bedtime: nil)
     let rules = AlertRules.Configuration()
 
     static func person(bedtime: String?) -> PersonSettings {
@@ -32,20 +32,20 @@ struct AlertServiceTests {
     }
 
     func parts(
-        file: String = "s.sqlite", settings: LiveSettings? = nil, prepare: (HealthStore) async throws -> Void = { _ in }
+        file: String = "s.sqlite", person: PersonSettings? = nil, prepare: (HealthStore) async throws -> Void = { _ in }
     ) async throws -> (HealthStore, ModelService, AlertService, Recorder) {
-        let settings = settings ?? self.settings
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let store = try HealthStore(
-            configuration: .init(path: dir.appendingPathComponent(file).path, clock: wall), logger: logger)
+        var configuration = HealthStore.Configuration(path: dir.appendingPathComponent(file).path, clock: wall)
+        configuration.settingsDefaults = person ?? self.person
+        let store = try HealthStore(configuration: configuration, logger: logger)
         try await prepare(store)
         let announced = Recorder()
         let model = ModelService(
-            store: store, cache: nil, settings: settings, clock: wall,
+            store: store, cache: nil, clock: wall,
             configuration: .init(roundInterval: .milliseconds(1), refreshInterval: .seconds(3600), clock: ContinuousClock()),
             logger: logger)
         let alerts = AlertService(
-            store: store, model: model, settings: settings, rules: rules, receivers: ["webhook"], wallClock: wall,
+            store: store, model: model, rules: rules, receivers: ["webhook"], wallClock: wall,
             timerClock: timers, logger: logger, announce: { json in announced.append(json) },
             wakeDeliverers: {})
         model.observeModels { snapshot in alerts.observe(snapshot) }
@@ -99,7 +99,7 @@ struct AlertServiceTests {
         await alerts.evaluate(snapshot)
         #expect(rules(announced) == ["levelOver fired", "sleepThreshold cleared"])
         let again = AlertService(
-            store: store, model: model, settings: settings, rules: rules, receivers: ["webhook"], wallClock: wall,
+            store: store, model: model, rules: rules, receivers: ["webhook"], wallClock: wall,
             timerClock: timers, logger: logger, announce: { json in announced.append(json) },
             wakeDeliverers: {})
         try await again.start()
@@ -111,15 +111,15 @@ struct AlertServiceTests {
     /// The person's bedtime and level limit (§15) over the configuration's:
     /// the rules go by the new values from the next model on.
     @Test func aChangedBedtimeOrLevelLimitMovesItsAlert() async throws {
-        let settings = LiveSettings(defaults: Self.person(bedtime: "23:00"))
-        let (store, model, alerts, announced) = try await parts(settings: settings)
+        let (store, model, alerts, announced) = try await parts(person: Self.person(bedtime: "23:00"))
         defer { try? FileManager.default.removeItem(at: dir) }
         // 100 mg at 10:00, halved every 5 h: 16.5 mg at 23:00, under the threshold (50 mg): no bedtime alert.
         _ = try await store.save([Drink(mgCaffeine: 100, date: wall.now())])
         await alerts.evaluate(try #require(await model.snapshot()))
         #expect(rules(announced) == ["sleepThreshold cleared"])
         // Bedtime at noon: 75.8 mg then. A level limit of 80 mg: the level (100 mg) is over it.
-        settings.update(stored: ["person": ["bedtime": "\"12:00\"", "levelOverMg": "80"]], anchor: 2)
+        // Written through the store, which owns them: the rules read them from there.
+        _ = try await store.writeSettings(scope: "person", [("bedtime", "\"12:00\""), ("levelOverMg", "80")])
         await alerts.evaluate(try #require(await model.snapshot()))
         #expect(rules(announced) == ["sleepThreshold cleared", "levelOver fired", "bedtime fired"])
         #expect(announced.all.last?[member: "key"] == .string("2025-06-02"))

@@ -11,11 +11,10 @@ struct AlertRulesTests {
     var rules: AlertRules { rules(bedtime: 23 * 60) }
 
     func rules(bedtime: Int?) -> AlertRules {
-        var configuration = AlertRules.Configuration()
-        configuration.levelOverMg = 300
-        configuration.bedtimeMinutes = bedtime
-        return AlertRules(
-            configuration: configuration, settings: PersonSettings(model: CaffeineModel(halfLifeHours: 5, timeZone: berlin)))
+        var person = PersonSettings(model: CaffeineModel(halfLifeHours: 5, timeZone: berlin))
+        person.levelOverMg = 300
+        person.bedtime = bedtime.map { String(format: "%02d:%02d", $0 / 60, $0 % 60) }
+        return AlertRules(configuration: AlertRules.Configuration(), settings: person)
     }
 
     func snapshot(mg: Double, today: Double, at text: String) -> ModelSnapshot {

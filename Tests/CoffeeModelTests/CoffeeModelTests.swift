@@ -23,8 +23,9 @@ struct Fixture {
     static let logger = Logger(label: "test")
 
     func store() throws -> HealthStore {
-        try HealthStore(
-            configuration: .init(path: dir.appendingPathComponent("s.sqlite").path, clock: clock), logger: Self.logger)
+        var configuration = HealthStore.Configuration(path: dir.appendingPathComponent("s.sqlite").path, clock: clock)
+        configuration.settingsDefaults = PersonSettings(model: Self.caffeine)
+        return try HealthStore(configuration: configuration, logger: Self.logger)
     }
     /// The model's state alone: pure, on the fixture's clock.
     func state() -> ModelState { ModelState(caffeine: Self.caffeine, clock: clock) }
@@ -37,7 +38,7 @@ struct Fixture {
         clock: any Clock<Duration> = ContinuousClock(), publish: @escaping @Sendable (Int64) -> Void = { _ in }
     ) -> ModelService {
         let service = ModelService(
-            store: store, cache: cache, settings: LiveSettings(defaults: PersonSettings(model: Self.caffeine)), clock: self.clock,
+            store: store, cache: cache, clock: self.clock,
             configuration: .init(roundInterval: interval, refreshInterval: .seconds(3600), clock: clock),
             logger: Self.logger)
         service.observeModels { publish($0.anchor) }

@@ -80,12 +80,11 @@ struct CommitOrderTests {
         init() async throws {
             dir = FileManager.default.temporaryDirectory.appendingPathComponent("ct-commit-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-            store = try HealthStore(
-                configuration: .init(path: dir.appendingPathComponent("s.sqlite").path), logger: Logger(label: "test"))
+            var configuration = HealthStore.Configuration(path: dir.appendingPathComponent("s.sqlite").path)
+            configuration.settingsDefaults = PersonSettings(model: CaffeineModel(timeZone: TimeZone(identifier: "UTC")!))
+            store = try HealthStore(configuration: configuration, logger: Logger(label: "test"))
             model = ModelService(
-                store: store, cache: nil,
-                settings: LiveSettings(defaults: PersonSettings(model: CaffeineModel(timeZone: TimeZone(identifier: "UTC")!))),
-                clock: SystemClock(), logger: Logger(label: "test"))
+                store: store, cache: nil, clock: SystemClock(), logger: Logger(label: "test"))
             try await model.start()  // loads, and follows the store's commits
             handler = QueryHandler(
                 store: store, model: model, validator: DrinkValidator(), counters: ServiceCounters(),

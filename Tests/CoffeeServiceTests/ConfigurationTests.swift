@@ -100,7 +100,7 @@ struct ConfigurationTests {
         #expect(Set(changed).count == changed.count)
         #expect(c.ingest.receiveHighWaterMark == 7 && c.updates.sendHighWaterMark == 8 && c.limits.maxFileBytes == 999)
         #expect(c.settings.dailyLimitMg == 300 && c.settings.sleepThresholdMg == 30 && c.settings.model.halfLifeHours == 4)
-        #expect(c.alerts.rules.bedtimeMinutes == 22 * 60 + 30 && c.alerts.rules.levelOverMg == 250)
+        #expect(c.settings.bedtimeMinutes == 22 * 60 + 30 && c.settings.levelOverMg == 250)
         #expect(c.alerts.webhook?.secretFile == "/etc/ct/w" && c.mqtt?.caFile == "/etc/ct/ca.pem" && c.mqtt?.port == 8883)
         #expect(c.security.curve?.clientsDirectory == "/etc/ct/k" && c.security.tokensDirectory == "/etc/ct/t")
         #expect(c.http.tls == TLSFiles(certificateFile: "/etc/ct/c.pem", keyFile: "/etc/ct/k.pem"))

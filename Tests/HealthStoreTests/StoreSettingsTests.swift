@@ -18,7 +18,12 @@ struct StoreSettingsTests {
         #expect(store.settings == StoredSettings())
         let saved = try await store.save([drink(mg: 96)])
         let announced = Mutex<[CommittedBatch]>([])
-        await store.observeCommits { batch in announced.withLock { $0.append(batch) } }
+        // What an observer reads of the store's live settings when it is told of the commit.
+        let seenWhenTold = Mutex<[Double]>([])
+        await store.observeCommits { batch in
+            announced.withLock { $0.append(batch) }
+            seenWhenTold.withLock { $0.append(store.liveSettings.person.model.halfLifeHours) }
+        }
 
         let after = try await store.writeSettings(scope: "person", [("halfLifeHours", "2"), ("timeZone", "\"Europe/Berlin\"")])
         #expect(after.anchor == saved.anchor + 1)
@@ -27,6 +32,10 @@ struct StoreSettingsTests {
         let batch = try #require(announced.withLock { $0.last })
         #expect(batch.previousAnchor == saved.anchor && batch.anchor == after.anchor && batch.log.isEmpty)
         #expect(batch.settings == after)
+        // The store owns the live settings and replaces them before it tells anyone: no reader waits on another's round.
+        #expect(seenWhenTold.withLock { $0 } == [2])
+        #expect(store.liveSettings.person.timeZoneName == "Europe/Berlin")
+        #expect(store.liveSettings.current.anchor == after.anchor)
         // `changes` from before it: no drink, the new anchor.
         let page = try await store.changes(since: saved.anchor, limit: 10)
         #expect(page.added.isEmpty && page.deleted.isEmpty && page.anchor == after.anchor)
@@ -43,6 +52,7 @@ struct StoreSettingsTests {
 
         let reopened = try openStore(dir)
         #expect(reopened.settings == third)
+        #expect(reopened.liveSettings.catalogue.entry(try #require(DrinkType(rawValue: "flatWhite")))?.mgCaffeine == 130)
         #expect(await reopened.anchor == next.anchor)
         await reopened.close()
     }

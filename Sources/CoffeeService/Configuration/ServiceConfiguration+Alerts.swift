@@ -25,13 +25,12 @@ extension ServiceConfiguration {
             public var secretFile: String?
         }
 
-        /// The rules as `AlertRules` takes them.
+        /// The rules that are on, as `AlertRules` takes them (the level and the
+        /// bedtime are defaults of the person's settings, `ServiceConfiguration.settings`).
         public var rules: AlertRules.Configuration {
             var rules = AlertRules.Configuration()
             rules.dailyLimit = dailyLimit
-            rules.levelOverMg = levelOverMg
             rules.sleepThreshold = sleepThreshold
-            rules.bedtimeMinutes = bedtime.flatMap(PersonSettings.minutes)
             return rules
         }
     }
@@ -39,7 +38,7 @@ extension ServiceConfiguration {
     /// `mqtt` (docs/protocol.md §16): the broker the states go to.
     public struct MQTT: Sendable, Equatable {
         public var host: String
-        public var port = 1883
+        public var port = MQTTPublisher.Configuration.defaultPort
         /// `mqtt.tls.caFile`: TLS, with the CA that signed the broker's certificate.
         public var caFile: String?
         public var username: String?
@@ -48,7 +47,7 @@ extension ServiceConfiguration {
         public var topicPrefix = "coffee-tracker"
         /// Home Assistant's discovery prefix.
         public var discoveryPrefix = "homeassistant"
-        public var keepaliveS = 30
+        public var keepaliveS = MQTTPublisher.Configuration.defaultKeepalive
         /// Take drinks from the command topics `<topicPrefix>/<node>/drink.add` and `…/drink.delete`.
         public var acceptDrinks = false
     }

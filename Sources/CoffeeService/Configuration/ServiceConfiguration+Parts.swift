@@ -15,6 +15,7 @@ extension ServiceConfiguration {
         part.purgesTombstones = follow == nil  // a standby follows its primary's purge
         part.standby = follow != nil  // and a later start without `follow` promotes it
         part.postgresql = store.postgresql
+        part.settingsDefaults = settings
         return part
     }
 

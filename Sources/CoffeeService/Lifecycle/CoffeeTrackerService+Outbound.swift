@@ -10,7 +10,7 @@ import HealthStore
 extension CoffeeTrackerService {
     /// Nil on a standby: its primary tells the person.
     func makeOutbound(
-        store: HealthStore, model: ModelService, settings: LiveSettings, broadcaster: Broadcaster, standby: Bool,
+        store: HealthStore, model: ModelService, broadcaster: Broadcaster, standby: Bool,
         commands: MQTTCommands
     ) throws -> Outbound? {
         guard !standby else { return nil }
@@ -45,7 +45,7 @@ extension CoffeeTrackerService {
             }
         }
         let alerts = AlertService(
-            store: store, model: model, settings: settings, rules: c.alerts.rules, receivers: receivers.map(\.name),
+            store: store, model: model, rules: c.alerts.rules, receivers: receivers.map(\.name),
             wallClock: clock, logger: logger,
             announce: { broadcaster.publish("alert", $0) },
             wakeDeliverers: { for deliverer in deliverers { deliverer.wake() } }, lease: lease)

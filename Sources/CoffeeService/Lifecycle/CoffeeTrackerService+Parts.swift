@@ -21,29 +21,27 @@ extension CoffeeTrackerService {
         let cache = ModelCache(url: URL(fileURLWithPath: c.modelCachePath), logger: logger.part("model-cache"))
         let store = try HealthStore(configuration: c.storeConfiguration(clock: clock), logger: logger.part("store"))
         do {
-            // The configuration's defaults with what the person set, kept in the store (§15).
-            let stored = store.settings
-            let settings = LiveSettings(defaults: c.settings, stored: stored.values, anchor: stored.anchor)
-            let validator = DrinkValidator(limits: c.drinkLimits, settings: settings)
+            // The configuration's defaults with what the person set, kept and owned by the store (§15).
+            let validator = DrinkValidator(limits: c.drinkLimits, settings: store.liveSettings)
             let broadcaster = try Broadcaster(
                 configuration: c.broadcasterConfiguration(curve: security.server("updates")), context: context, store: store,
                 counters: counters, logger: logger.part("updates"))
             // A standby takes no bus events and no inbox files: its follower of the primary stands in their place.
             let standby = try c.follow.map { try StandbyService(follow: $0, store: store, logger: logger.part("standby")) }
             let model = ModelService(
-                store: store, cache: cache, settings: settings, clock: clock,
+                store: store, cache: cache, clock: clock,
                 configuration: c.modelServiceConfiguration, logger: logger.part("model"))
             // One dead-letter file, which the bus and the broker's command topics share.
             let deadLetters = DeadLetterFile(path: c.deadLetterPath)
             let outbound = try makeOutbound(
-                store: store, model: model, settings: settings, broadcaster: broadcaster, standby: standby != nil,
+                store: store, model: model, broadcaster: broadcaster, standby: standby != nil,
                 commands: MQTTCommands(
                     store: store, decoder: BatchDecoder(validator: validator), deadLetters: deadLetters, counters: counters,
                     clock: clock, logger: logger.part("mqtt")))
             let handler = QueryHandler(
                 store: store, model: model, validator: validator, counters: counters, clock: clock,
                 maxMessageBytes: c.limits.maxMessageBytes, registry: security.registry, backupDirectory: c.backupPath,
-                following: standby?.status, settings: settings, outbound: outbound, logger: logger.part("query"))
+                following: standby?.status, outbound: outbound, logger: logger.part("query"))
             let query = try QueryEndpoint(
                 configuration: c.queryConfiguration(curve: security.server("query")), context: context, handler: handler,
                 logger: logger.part("query"))
@@ -68,7 +66,7 @@ extension CoffeeTrackerService {
             let zap = try security.registry.map {
                 try ZAPHandler(context: context, registry: $0, counters: counters, logger: logger.part("security"))
             }
-            let pictures = ModelPictures(store: store, model: model, clock: clock, settings: settings)
+            let pictures = ModelPictures(store: store, model: model, clock: clock)
             let gate = HTTPGate(
                 configuration: .init(
                     tokens: security.tokens, trustedProxies: Set(c.http.trustedProxies), tls: c.http.tls != nil,
@@ -105,7 +103,7 @@ extension CoffeeTrackerService {
             model.observeModels { snapshot in
                 let body = Data(WireFormat.modelMessage(snapshot))
                 broadcaster.publish("model", encoded: body)
-                outbound?.observe(snapshot, sleepThresholdMg: settings.person.sleepThresholdMg)
+                outbound?.observe(snapshot, sleepThresholdMg: store.liveSettings.person.sleepThresholdMg)
                 if let http, http.hasEventStreams { http.publish(event: HTTPResponse.event("model", json: body)) }
             }
             let parts = Parts(

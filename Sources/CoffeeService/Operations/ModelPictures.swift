@@ -15,7 +15,7 @@ struct ModelPictures: Sendable {
     let clock: any WallClock
     /// The person's settings (§15): the curve's half-life and sleep
     /// threshold, the history page's zone and limit, the page's buttons.
-    let settings: LiveSettings
+    var settings: LiveSettings { store.liveSettings }
 
     static let pageHeaders = ["Content-Security-Policy": LivePage.contentSecurityPolicy, "Cache-Control": "no-store"]
 

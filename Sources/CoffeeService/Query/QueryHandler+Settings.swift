@@ -53,8 +53,7 @@ extension QueryHandler {
     }
 
     /// One commit of `rows`. The settings are the new ones when it returns:
-    /// the model takes the commit's settings as it is announced, before the
-    /// store replies (`ModelService.arrive`).
+    /// the store, their one owner, takes them before it announces or replies.
     private func write(scope: String, _ rows: [(name: String, value: String)]) async throws {
         _ = try await store.writeSettings(scope: scope, rows)
     }

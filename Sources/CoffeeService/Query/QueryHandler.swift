@@ -26,7 +26,8 @@ public struct QueryHandler: Sendable {
     /// A standby's follower (docs/protocol.md §11): writes are refused, `stats` tells the lag.
     let following: FollowStatus?
     /// The person's half-life, time zone, sleep threshold, daily limit and catalogue (§15), as they are now.
-    let settings: LiveSettings
+    /// The person's settings, which the store owns (§15).
+    var settings: LiveSettings { store.liveSettings }
     /// The alerts' and the broker's state, for `stats` (§16); nil on a standby.
     let outbound: Outbound?
 
@@ -62,11 +63,10 @@ public struct QueryHandler: Sendable {
         store: HealthStore, model: ModelService, validator: DrinkValidator,
         counters: ServiceCounters, clock: any WallClock,
         maxMessageBytes: Int = IngestEndpoint.Configuration.defaultMaxMessageBytes, registry: ClientRegistry? = nil,
-        backupDirectory: String? = nil, following: FollowStatus? = nil, settings: LiveSettings = LiveSettings(),
+        backupDirectory: String? = nil, following: FollowStatus? = nil,
         outbound: Outbound? = nil, logger: Logger
     ) {
         self.outbound = outbound
-        self.settings = settings
         self.following = following
         self.backupDirectory = backupDirectory
         self.logger = logger

@@ -28,7 +28,7 @@ enum ClientCommands {
             ],
             switches: ["help", "json", "retire", "restore"])
         if args.has("help") {
-            print(help[op]! + "\n\nOptions:\n" + common)
+            print(help(op) + "\n\nOptions:\n" + common)
             return 0
         }
         let configuration = try loadConfiguration(args["config"])
