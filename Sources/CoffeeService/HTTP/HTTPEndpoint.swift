@@ -141,7 +141,7 @@ struct PendingExchange: @unchecked Sendable {
     let value: OpaquePointer
 
     func respond(_ response: HTTPResponse) {
-        let body = Array(response.body.utf8)
+        let body = response.bytes
         body.withUnsafeBufferPointer {
             cth_respond(
                 value, UInt32(response.status), response.headerLines, $0.baseAddress, $0.count, response.streams ? 1 : 0, 0)

@@ -46,7 +46,10 @@ final class HTTPGate: Sendable {
     static func role(for request: HTTPRequest) -> TokenRole? {
         if APIRoutes.isAPI(request.path) { return APIRoutes.resolve(method: request.method, path: request.path).role }
         switch request.path {
-        case "/healthz", "/readyz", "/login": return nil
+        // The manifest and its icons are the same for every service, and a
+        // browser fetches the icons without the login cookie (§17).
+        case "/healthz", "/readyz", "/login", "/manifest.webmanifest": return nil
+        case let path where LivePage.icons[path] != nil: return nil
         case "/metrics": return .metrics
         default: return .read
         }
@@ -76,7 +79,7 @@ final class HTTPGate: Sendable {
     /// Whether `request` may go on to its route.
     func admit(_ request: HTTPRequest, now: ContinuousClock.Instant = .now) -> Admission {
         let required = Self.role(for: request)
-        if request.path == "/healthz" || request.path == "/readyz" { return .admitted(token: nil) }
+        if required == nil, request.path != "/login" { return .admitted(token: nil) }
         let address = client(request)
         if let retry = blockedFor(address, now: now) {
             return .refused(

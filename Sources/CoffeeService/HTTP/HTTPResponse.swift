@@ -4,7 +4,13 @@ import Foundation
 public struct HTTPResponse: Sendable, Equatable {
     public var status: Int
     public var contentType: String
-    public var body: String
+    /// The body as it is sent.
+    public var bytes: [UInt8]
+    /// The body as text (UTF-8).
+    public var body: String {
+        get { String(decoding: bytes, as: UTF8.self) }
+        set { bytes = Array(newValue.utf8) }
+    }
     /// Further header fields (`Content-Security-Policy`, `Cache-Control`).
     public var headers: [String: String]
     /// An event stream (`text/event-stream`): the body is its first events,
@@ -15,9 +21,16 @@ public struct HTTPResponse: Sendable, Equatable {
         status: Int, contentType: String = "text/plain; charset=utf-8", body: String, headers: [String: String] = [:],
         streams: Bool = false
     ) {
+        self.init(status: status, contentType: contentType, bytes: Array(body.utf8), headers: headers, streams: streams)
+    }
+
+    /// A response of bytes (a picture).
+    public init(
+        status: Int, contentType: String, bytes: [UInt8], headers: [String: String] = [:], streams: Bool = false
+    ) {
         self.status = status
         self.contentType = contentType
-        self.body = body
+        self.bytes = bytes
         self.headers = headers
         self.streams = streams
     }

@@ -18,6 +18,7 @@ extension LivePage {
           let changedHistory = false;
           let listed = null;
           const logged = [];  // UUIDs this page logged, the last one first to undo
+          const OFFLINE = "offline: taps are kept and sent when the network is back";
           function draw(model) {
             const of = model.store + "/" + model.epoch;
             if (history !== null && of !== history) {
@@ -70,7 +71,11 @@ extension LivePage {
             try {
               response = await fetch(path, init);
             } catch (e) {
-              throw new Error("the service cannot be reached");
+              throw Object.assign(new Error("the service cannot be reached"), { unreachable: true });
+            }
+            // A proxy in front that cannot reach the service: no answer either (§17).
+            if ([502, 503, 504].includes(response.status)) {
+              throw Object.assign(new Error("the service cannot be reached"), { unreachable: true });
             }
             let reply = null;
             try { reply = await response.json(); } catch (e) { /* not JSON */ }
@@ -85,7 +90,34 @@ extension LivePage {
 
           function labelOf(button) { return button.querySelector(".name").textContent; }
 
+          // "2 waiting to send": the taps the queue keeps (docs/protocol.md §17).
+          async function showWaiting() {
+            const count = (await CoffeeQueue.all()).length;
+            $("waiting").textContent = count === 0 ? "" : count + " waiting to send";
+            $("waiting").hidden = count === 0;
+            return count;
+          }
+
+          // Sends what the queue keeps: on `online`, at the page's open, when
+          // its event stream connects again (the worker's Background Sync too).
+          async function sendWaiting() {
+            try {
+              const outcome = await CoffeeQueue.send();
+              told(outcome);
+            } catch (e) {
+              console.warn("the waiting taps could not be read", e);
+            }
+            await showWaiting();
+          }
+
+          function told(outcome) {
+            if (outcome.sent.length > 0) say("Sent " + outcome.sent.length + " waiting tap" + (outcome.sent.length === 1 ? "" : "s") + ".", false);
+            outcome.refused.forEach((r) => say("Not logged: " + r.reason, true));
+            if (outcome.sent.length > 0) refreshList();
+          }
+
           async function logDrink(button) {
+            // The tap's own time: a tap sent later is dated when it was made.
             const drink = { uuid: newUUID(), type: button.dataset.type, date: new Date().toISOString() };
             button.disabled = true;
             try {
@@ -94,7 +126,18 @@ extension LivePage {
               $("undo").disabled = false;
               say("Logged " + labelOf(button).toLowerCase() + ", " + button.dataset.mg + " mg.", false);
             } catch (e) {
-              say("Not logged: " + e.message, true);
+              if (e.unreachable) {
+                await CoffeeQueue.add(Object.assign({ label: labelOf(button), mg: Number(button.dataset.mg) }, drink));
+                logged.unshift({ uuid: drink.uuid, label: labelOf(button) });
+                $("undo").disabled = false;
+                say("Kept " + labelOf(button).toLowerCase() + ": it is sent when the network is back.", false);
+                await showWaiting();
+                navigator.serviceWorker && navigator.serviceWorker.ready
+                  .then((registration) => registration.sync && registration.sync.register("send-taps"))
+                  .catch(() => { /* no Background Sync: `online` and the next open send it */ });
+              } else {
+                say("Not logged: " + e.message, true);
+              }
             } finally {
               button.disabled = false;
             }
@@ -105,7 +148,14 @@ extension LivePage {
             if (!last) return;
             $("undo").disabled = true;
             try {
-              await api("DELETE", "/api/v1/drinks/" + last.uuid);
+              // Still queued: taken out of the queue, and nothing is sent.
+              const queued = (await CoffeeQueue.all()).some((tap) => tap.uuid === last.uuid);
+              if (queued) {
+                await CoffeeQueue.remove(last.uuid);
+                await showWaiting();
+              } else {
+                await api("DELETE", "/api/v1/drinks/" + last.uuid);
+              }
               logged.shift();
               say("Took back the " + last.label.toLowerCase() + ".", false);
             } catch (e) {
@@ -210,13 +260,41 @@ extension LivePage {
             button.addEventListener("click", () => logDrink(button)));
           $("undo").addEventListener("click", undo);
 
+          function offline() {
+            $("status").textContent = OFFLINE;
+            $("status").className = "status offline";
+          }
+          window.addEventListener("offline", offline);
+          window.addEventListener("online", () => {
+            $("status").textContent = "reconnecting…";
+            $("status").className = "status";
+            sendWaiting();
+          });
+          if ("serviceWorker" in navigator) {
+            navigator.serviceWorker.register("/sw.js").catch((e) => console.warn("no service worker", e));
+            navigator.serviceWorker.addEventListener("message", (e) => {
+              if (e.data && e.data.kind === "taps-sent") {
+                told(e.data.outcome);
+                showWaiting();
+              }
+            });
+          }
+          // No picture while offline: its place stays, empty.
+          $("curve").addEventListener("error", () => $("curve").classList.add("missing"));
+          $("curve").addEventListener("load", () => $("curve").classList.remove("missing"));
+          if ($("curve").complete && $("curve").naturalWidth === 0) $("curve").classList.add("missing");
+          if (!navigator.onLine) offline();
+          sendWaiting();
+
           const events = new EventSource("/events");
+          events.addEventListener("open", () => sendWaiting());
           events.addEventListener("model", (e) => {
             draw(JSON.parse(e.data));
             $("status").textContent = changedHistory ? "live · the store changed (restored or promoted): drawn again" : "live";
             $("status").className = "status live";
           });
           events.addEventListener("error", () => {
+            if (!navigator.onLine) return offline();
             $("status").textContent = "reconnecting…";
             $("status").className = "status";
           });

@@ -42,6 +42,8 @@ enum LivePage {
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>\(title)</title>
         <link rel="icon" href="/favicon.svg" type="image/svg+xml">
+        <link rel="manifest" href="/manifest.webmanifest" crossorigin="use-credentials">
+        <meta name="theme-color" content="#2e7d32">
         <link rel="stylesheet" href="/app.css">
         \(extra)</head>
         """
@@ -54,8 +56,15 @@ enum LivePage {
 
     private static let buttonsMark = "<!-- drink buttons -->"
 
+    /// The tap queue first: the page's script uses it (§17).
+    private static let scripts = """
+        <script src="/queue.js" defer></script>
+        <script src="/app.js" defer></script>
+
+        """
+
     private static let htmlTemplate =
-        head(title: "Coffee Tracker", extra: "<script src=\"/app.js\" defer></script>\n") + """
+        head(title: "Coffee Tracker", extra: scripts) + """
 
             <body>
             <main>
@@ -78,7 +87,8 @@ enum LivePage {
             \(buttonsMark)
                 </div>
                 <p class="actions"><button type="button" id="undo" disabled>Undo</button>
-                <span id="message" class="message" role="status" aria-live="polite"></span></p>
+                <span id="message" class="message" role="status" aria-live="polite"></span>
+            <span id="waiting" class="waiting" role="status" aria-live="polite" hidden></span></p>
               </section>
               <section class="recent" aria-labelledby="recent-title">
                 <h2 id="recent-title">Last 24 hours</h2>
@@ -114,6 +124,7 @@ enum LivePage {
         .level.green { color: #2e7d32; } .level.yellow { color: #f9a825; } .level.red { color: #c62828; }
         figure { margin: 0; background: #fff; border-radius: 12px; padding: 8px; box-shadow: 0 1px 3px rgba(0,0,0,0.08); }
         figure img { width: 100%; height: auto; display: block; }
+        figure img.missing { visibility: hidden; }
         footer { color: var(--muted); font-size: 0.85rem; margin-top: 8px; }
         h2 { font-size: 1.1rem; margin: 20px 0 8px; }
         .drinks { display: grid; grid-template-columns: repeat(auto-fill, minmax(140px, 1fr)); gap: 8px; }
@@ -125,6 +136,8 @@ enum LivePage {
         .drink .mg, .muted { color: var(--muted); font-size: 0.85rem; }
         .actions { display: flex; align-items: center; gap: 12px; flex-wrap: wrap; }
         .message.error { color: #c62828; }
+        .waiting { color: #8d6e00; font-weight: 600; }
+        .status.offline::before { content: "○ "; color: #8d6e00; }
         .recent-list { list-style: none; padding: 0; margin: 0; }
         .recent-list li { background: #fff; border-radius: 10px; padding: 8px 12px; margin-bottom: 6px; display: flex; flex-wrap: wrap; align-items: center; gap: 8px 12px; box-shadow: 0 1px 3px rgba(0,0,0,0.06); }
         .recent-list .when { font-variant-numeric: tabular-nums; min-width: 4.5em; }

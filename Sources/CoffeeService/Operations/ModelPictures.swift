@@ -32,6 +32,19 @@ struct ModelPictures: Sendable {
         case "/app.css":
             return HTTPResponse(
                 status: 200, contentType: "text/css; charset=utf-8", body: LivePage.style, headers: Self.pageHeaders)
+        case "/manifest.webmanifest":
+            return HTTPResponse(
+                status: 200, contentType: "application/manifest+json", body: LivePage.manifest, headers: Self.pageHeaders)
+        case "/sw.js":
+            return HTTPResponse(
+                status: 200, contentType: "text/javascript; charset=utf-8", body: LivePage.serviceWorker,
+                headers: Self.pageHeaders)
+        case "/queue.js":
+            return HTTPResponse(
+                status: 200, contentType: "text/javascript; charset=utf-8", body: LivePage.queueScript,
+                headers: Self.pageHeaders)
+        case let icon where LivePage.icons[icon] != nil:
+            return HTTPResponse(status: 200, contentType: "image/png", bytes: LivePage.icons[icon]!, headers: Self.pageHeaders)
         case "/favicon.svg", "/favicon.ico":
             return HTTPResponse(status: 200, contentType: "image/svg+xml", body: LivePage.icon, headers: Self.pageHeaders)
         case "/model.svg":

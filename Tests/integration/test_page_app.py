@@ -1,0 +1,143 @@
+"""docs/protocol.md §17: the live page as the phone's own app, in a real
+browser (Debian's chromium, headless, through chromedriver): the manifest
+and the icons it names, the service worker that keeps the shell, the page
+opening with no network (DevTools' network emulation, and the service
+stopped, so that nothing answers from wherever the worker asks), three taps
+kept while it is off and sent with their own times when it is back, none
+twice, and Undo of a kept tap sending nothing."""
+import json
+import os
+import struct
+import time
+import urllib.request
+import zlib
+from datetime import datetime, timezone
+
+from selenium.webdriver.common.by import By
+
+from test_http import free_port, tokens_service
+from test_inbox import wait_until
+from test_page_browser import browser, text  # noqa: F401  (browser: the fixture)
+from test_page_writes import drink_button, logged_in
+
+OFFLINE = "offline: taps are kept and sent when the network is back"
+
+
+def png_pixels(data):
+    """(width, height, rows of RGBA bytes) of a PNG, every chunk's CRC checked."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    at, idat, width, height = 8, b"", None, None
+    while at < len(data):
+        (length,) = struct.unpack(">I", data[at:at + 4])
+        kind, body = data[at + 4:at + 8], data[at + 8:at + 8 + length]
+        (crc,) = struct.unpack(">I", data[at + 8 + length:at + 12 + length])
+        assert zlib.crc32(kind + body) == crc, kind
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+            assert (depth, colour) == (8, 6)  # RGBA, 8 bits a channel
+        elif kind == b"IDAT":
+            idat += body
+        at += 12 + length
+    raw = zlib.decompress(idat)  # zlib's own reader: the stream and its checksum are right
+    stride = 1 + 4 * width
+    assert len(raw) == height * stride
+    return width, height, [raw[y * stride + 1:(y + 1) * stride] for y in range(height)]
+
+
+def test_the_manifest_and_its_icons_need_no_login_and_are_what_they_say(folder):
+    s = tokens_service(folder, tokens=[("phone", "read")])
+    try:
+        base = f"http://{s.endpoints['http']}"
+        manifest = json.loads(urllib.request.urlopen(f"{base}/manifest.webmanifest", timeout=10).read())
+        assert manifest["display"] == "standalone" and manifest["start_url"] == "/" and manifest["scope"] == "/"
+        assert manifest["name"] == "Coffee Tracker" and manifest["short_name"]
+        sizes = set()
+        for icon in manifest["icons"]:
+            reply = urllib.request.urlopen(base + icon["src"], timeout=10)
+            assert reply.headers["Content-Type"] == "image/png" and icon["type"] == "image/png"
+            width, height, rows = png_pixels(reply.read())
+            assert f"{width}x{height}" == icon["sizes"]
+            sizes.add(width)
+            # Maskable: the corners are the background, the middle holds the white cup.
+            assert rows[0][:4] == bytes([0x2E, 0x7D, 0x32, 0xFF])
+            assert bytes([0xFF, 0xFF, 0xFF, 0xFF]) in b"".join(rows[height // 2 - 2:height // 2 + 2])
+        assert {192, 512} <= sizes
+        # The rest of the page stays behind the login.
+        try:
+            urllib.request.urlopen(f"{base}/sw.js", timeout=10)
+            raise AssertionError("the worker's script answered without a login")
+        except urllib.error.HTTPError as refused:
+            assert refused.code == 401
+    finally:
+        s.stop()
+
+
+def waiting(browser):
+    element = browser.find_element(By.ID, "waiting")
+    return "" if element.get_attribute("hidden") is not None else element.text
+
+
+def test_the_page_opens_with_no_network_and_sends_the_taps_it_kept_dated_when_tapped(folder, browser):
+    port = free_port()  # the same origin after a restart: its worker, cache and queue
+    s = tokens_service(folder, extra={"http": {"bind": f"127.0.0.1:{port}"}}, tokens=[("phone", "read,write")])
+    try:
+        logged_in(s, browser, s.tokens["phone"])
+        assert browser.find_element(By.CSS_SELECTOR, 'link[rel="manifest"]').get_attribute("href").endswith(
+            "/manifest.webmanifest")
+        # The worker registers, and controls the page once it is opened again.
+        assert browser.execute_async_script(
+            "const done = arguments[0]; navigator.serviceWorker.ready.then((r) => done(!!r.active));")
+        browser.refresh()
+        wait_until(lambda: browser.execute_script("return !!navigator.serviceWorker.controller"), timeout=20,
+                   what="the worker to control the page")
+        wait_until(lambda: text(browser, "status") == "live", timeout=20, what="the page live again")
+
+        # No network: the service stopped and the browser offline. The page opens from the shell, and says so.
+        assert s.stop() == 0
+        browser.set_network_conditions(offline=True, latency=0, download_throughput=0, upload_throughput=0)
+        browser.refresh()
+        wait_until(lambda: text(browser, "status") == OFFLINE, timeout=20, what="the page to open offline and say so")
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#drink-buttons .drink")) == 11
+
+        tapped = {}
+        for count, kind in enumerate(["doubleEspresso", "smallCoffee", "blackTea"], start=1):
+            tapped[kind] = datetime.now(timezone.utc)
+            drink_button(browser, kind).click()
+            wait_until(lambda: waiting(browser) == f"{count} waiting to send", timeout=10,
+                       what=f"{count} taps waiting")
+        # A fourth tap taken back while it waits: out of the queue, never sent.
+        drink_button(browser, "chocolate").click()
+        wait_until(lambda: waiting(browser) == "4 waiting to send", timeout=10, what="4 taps waiting")
+        browser.find_element(By.ID, "undo").click()
+        wait_until(lambda: waiting(browser) == "3 waiting to send", timeout=10, what="the undone tap out of the queue")
+        assert "Took back the chocolate" in text(browser, "message")
+        if os.environ.get("COFFEE_TRACKER_APP_SCREENSHOT"):  # docs/page-offline.png
+            browser.set_window_size(390, 1250)
+            browser.execute_script("window.scrollTo(0, 0)")
+            browser.save_screenshot(os.environ["COFFEE_TRACKER_APP_SCREENSHOT"])
+
+        # The network back, a while later: the taps are sent with their own times.
+        time.sleep(2.5)
+        s.start()
+        browser.set_network_conditions(offline=False, latency=0, download_throughput=10_000_000,
+                                       upload_throughput=10_000_000)
+        wait_until(lambda: waiting(browser) == "", timeout=30, what="the waiting taps sent")
+        stored = s.request({"op": "drinks"})["drinks"]
+        assert sorted(d["type"] for d in stored) == sorted(tapped), stored
+        for d in stored:
+            when = datetime.fromisoformat(d["date"].replace("Z", "+00:00"))
+            assert abs((when - tapped[d["type"]]).total_seconds()) < 1, (d, tapped[d["type"]])
+            assert d["source"] == "http:phone" and d["version"] == 1
+        # Opened again: nothing is sent twice.
+        browser.refresh()
+        wait_until(lambda: text(browser, "status") == "live", timeout=20, what="the page live after the reload")
+        time.sleep(1)
+        again = s.request({"op": "drinks"})["drinks"]
+        assert len(again) == 3 and s.request({"op": "stats"})["stored"] == 3
+        violations = [entry["message"] for entry in browser.get_log("browser")
+                      if "Content Security Policy" in entry["message"]]
+        assert not violations, violations
+    finally:
+        browser.set_network_conditions(offline=False, latency=0, download_throughput=10_000_000,
+                                       upload_throughput=10_000_000)
+        s.stop()
