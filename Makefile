@@ -1,8 +1,8 @@
 # coffee-tracker — build, run and test on a fresh Debian machine (as root).
 SWIFT ?= swift
 CONFIG ?= config/coffee-tracker.json
-APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev libmicrohttpd-dev libgnutls28-dev pkg-config chromium chromium-driver fuse3 openssl caddy nginx-light curl nodejs mmdebstrap lintian postgresql libpq-dev libcurl4-openssl-dev libmosquitto-dev mosquitto
-PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client selenium mfusepy pyyaml jinja2 paho-mqtt
+APT_PACKAGES := libzmq3-dev libsqlite3-dev libxml2-dev libarchive-dev libmicrohttpd-dev libgnutls28-dev pkg-config chromium chromium-driver fuse3 openssl caddy nginx-light curl nodejs mmdebstrap lintian postgresql libpq-dev libcurl4-openssl-dev libmosquitto-dev mosquitto libssl-dev
+PY_PACKAGES := pyzmq pytest pytest-timeout prometheus_client selenium mfusepy pyyaml jinja2 paho-mqtt cryptography http_ece
 
 .PHONY: all deps build release run test test-repeat lint format unit integration pyenv bench bench-deps soak powercut tsan fuzz install clean shipped-check failover deb deb-previous version-check
 
@@ -17,7 +17,7 @@ deps:
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
-	@python3 -c "import zmq, pytest, pytest_timeout, prometheus_client, selenium, mfusepy, yaml, jinja2, paho.mqtt" 2>/dev/null || python3 -m pip install -q $(PY_PACKAGES)
+	@python3 -c "import zmq, pytest, pytest_timeout, prometheus_client, selenium, mfusepy, yaml, jinja2, paho.mqtt, cryptography, http_ece" 2>/dev/null || python3 -m pip install -q $(PY_PACKAGES)
 	@command -v cc >/dev/null || command -v gcc >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc >/dev/null; }
 
 ## Package.swift reads VERSION: a new version must make SwiftPM read the manifest again.

@@ -50,6 +50,9 @@ let package = Package(
         // webhook's HMAC through GnuTLS, behind a header of its own; MQTT through libmosquitto (libmosquitto-dev).
         .target(name: "COutbound", linkerSettings: [.linkedLibrary("curl"), .linkedLibrary("gnutls")]),
         .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto"),
+        // Web Push's cryptography (docs/protocol.md §17): P-256, ES256, ECDH, HKDF and AES-128-GCM
+        // through OpenSSL's libcrypto (libssl-dev), behind a header of its own.
+        .target(name: "CWebPush", linkerSettings: [.linkedLibrary("crypto")]),
         // Linux calls Glibc's Swift module leaves out (sync_file_range), compiled with _GNU_SOURCE.
         .target(name: "CLinux"),
         // The VERSION file's version, compiled in (C defines carry values; Swift's do not).
@@ -91,6 +94,7 @@ let package = Package(
             name: "CoffeeAlerts",
             dependencies: [
                 "CoffeeDomain", "HealthStore", "CoffeeModel", "CoffeeLogging", "CoffeeLifecycle", "COutbound", "CMosquitto",
+                "CWebPush",
             ],
             swiftSettings: withTestHooks),
 

@@ -24,6 +24,8 @@ public actor AlertService: Service {
     let rules: AlertRules.Configuration
     /// The outbox's receivers by name: an alert gets a row for each.
     let receivers: [String]
+    /// Each Web Push subscription the store keeps is a receiver too (`push:ID`, §17).
+    let pushes: Bool
     let wallClock: any WallClock
     let timerClock: any Clock<Duration>
     let logger: Logger
@@ -54,8 +56,9 @@ public actor AlertService: Service {
         store: HealthStore, model: ModelService, rules: AlertRules.Configuration,
         receivers: [String], wallClock: any WallClock, timerClock: any Clock<Duration> = ContinuousClock(), logger: Logger,
         announce: @escaping @Sendable (JSONValue) -> Void, wakeDeliverers: @escaping @Sendable () -> Void,
-        lease: TellerLease? = nil
+        lease: TellerLease? = nil, pushes: Bool = false
     ) {
+        self.pushes = pushes
         self.store = store
         self.model = model
         self.rules = rules
@@ -136,10 +139,11 @@ public actor AlertService: Service {
                 nextTurns[event.rule] = turn
                 return (event, Self.id(store: store.identity.store, event, turn: turn))
             }
+            let pushReceivers = pushes ? PushSubscription.all(in: store.liveSettings).values.map(\.receiver).sorted() : []
             var items: [OutboxItem] = []
             for (event, id) in alerts {
                 let body = event.json(id: id).serialized()
-                for receiver in receivers {
+                for receiver in receivers + pushReceivers {
                     items.append(OutboxItem(id: id, receiver: receiver, body: body, createdMs: nowMs, nextMs: nowMs))
                 }
             }

@@ -44,11 +44,12 @@ public struct Outbound: Sendable {
                 members.append(
                     (
                         "alerts." + r.name,
-                        .object([
-                            ("pending", .int(Int64(r.pending))), ("delivered", .int(Int64(r.counts.delivered))),
-                            ("retried", .int(Int64(r.counts.retried))), ("dropped", .int(Int64(r.counts.dropped))),
-                            ("failing", r.counts.failing.map { .string($0) } ?? .null),
-                        ])
+                        .object(
+                            [
+                                ("pending", .int(Int64(r.pending))), ("delivered", .int(Int64(r.counts.delivered))),
+                                ("retried", .int(Int64(r.counts.retried))), ("dropped", .int(Int64(r.counts.dropped))),
+                                ("failing", r.counts.failing.map { .string($0) } ?? .null),
+                            ] + (r.name == "push" ? [("removed", .int(Int64(r.counts.removed)))] : []))
                     ))
             }
             if let mqtt {
@@ -78,7 +79,10 @@ public struct Outbound: Sendable {
         let summary = (try? await store.outboxSummary()) ?? [:]
         return Report(
             told: await alerts.told, teller: lease.isHeld,
-            receivers: deliverers.map { ($0.receiver.name, summary[$0.receiver.name]?.count ?? 0, $0.current) },
+            receivers: deliverers.map { deliverer in
+                let pending = summary.filter { deliverer.receiver.owns($0.key) }.reduce(0) { $0 + $1.value.count }
+                return (deliverer.receiver.name, pending, deliverer.current)
+            },
             mqtt: mqtt?.current)
     }
 }

@@ -38,6 +38,8 @@ public final class OutboxDeliverer: Service, Sendable {
         public var delivered = 0
         public var retried = 0
         public var dropped = 0
+        /// Web Push subscriptions removed because their push service said they are gone (404, 410).
+        public var removed = 0
         /// Why the last try failed, while the receiver fails; nil once it answers 2xx.
         public var failing: String?
         public var failingSince: Date?
@@ -120,7 +122,13 @@ public final class OutboxDeliverer: Service, Sendable {
             let due: [OutboxItem]
             do {
                 let (name, now, limit) = (receiver.name, nowMs, configuration.batch)
-                due = try store.blocking { try $0.dueAlerts(receiver: name, nowMs: now, limit: limit) }
+                if case .push = receiver {
+                    due = try store.blocking {
+                        try $0.dueAlerts(receiversPrefixed: PushSubscription.receiverPrefix, nowMs: now, limit: limit)
+                    }
+                } else {
+                    due = try store.blocking { try $0.dueAlerts(receiver: name, nowMs: now, limit: limit) }
+                }
             } catch {
                 if (error as? StoreError)?.isClosed == true { return }
                 logger.warning("could not read the outbox; trying again in a second", metadata: ["error": "\(error)"])
@@ -137,8 +145,12 @@ public final class OutboxDeliverer: Service, Sendable {
 
     /// Seconds until the receiver's next item is due (an hour at most; a wake comes sooner).
     private func waitForNextDue() -> Double {
-        let name = receiver.name
-        guard let next = try? store.blocking({ try $0.outboxSummary()[name]?.nextMs }) else { return 3600 }
+        let receiver = self.receiver
+        guard
+            let next = try? store.blocking({
+                try $0.outboxSummary().filter { receiver.owns($0.key) }.map(\.value.nextMs).min()
+            })
+        else { return 3600 }
         return min(3600, max(0.001, Double(next - nowMs) / 1000))
     }
 
@@ -152,8 +164,19 @@ public final class OutboxDeliverer: Service, Sendable {
                 done.append(item)
                 continue
             }
-            let (headers, body) = receiver.request(item)
-            switch poster.post(receiver.url, headers: headers, body: body) {
+            let request: AlertReceiver.Request
+            do {
+                guard let made = try receiver.delivery(item, now: clock.now()) else {
+                    done.append(item)  // its subscription was removed since: nobody to tell
+                    continue
+                }
+                request = made
+            } catch {
+                drop(item, "could not be made: \(error)")
+                done.append(item)
+                continue
+            }
+            switch poster.post(request.url, headers: request.headers, body: request.body) {
             case .answered(let status) where (200..<300).contains(status):
                 done.append(item)
                 counts.withLock {
@@ -161,6 +184,10 @@ public final class OutboxDeliverer: Service, Sendable {
                     $0.failing = nil
                     $0.failingSince = nil
                 }
+            case .answered(let status) where (status == 404 || status == 410) && receiver.isPush:
+                // The push service says the subscription is gone: it goes, and its alerts with it.
+                remove(item.receiver)
+                done.append(item)
             case .answered(let status) where status == 408 || status == 429 || status >= 500:
                 retried.append(retry(item, now: now, because: "answered HTTP \(status)"))
             case .answered(let status):
@@ -176,6 +203,18 @@ public final class OutboxDeliverer: Service, Sendable {
             // The outbox still holds them: they are tried again (a delivered one once more).
             logger.error("could not settle deliveries in the outbox", metadata: ["error": "\(error)"])
             _ = bell.wait(timeout: .now() + 1)
+        }
+    }
+
+    /// Removes the subscription of `receiver` (`push:ID`) from the store (§17).
+    private func remove(_ receiver: String) {
+        let id = String(receiver.dropFirst(PushSubscription.receiverPrefix.count))
+        do {
+            _ = try store.blocking { try $0.writeSettings(scope: PushSubscription.scope, [(id, "null")]) }
+            counts.withLock { $0.removed += 1 }
+            logger.notice("a push subscription is gone (its push service said so); removed", metadata: ["id": "\(id)"])
+        } catch {
+            logger.error("could not remove a push subscription", metadata: ["id": "\(id)", "error": "\(error)"])
         }
     }
 

@@ -14,20 +14,28 @@ public enum QueryOperation: String, CaseIterable, Sendable {
     case settings, putSettings
     /// The person's drinks catalogue (§15), and adding or changing an entry.
     case catalogue, putCatalogue
+    /// Web Push (§17): the service's public key, a browser's subscription
+    /// registered and removed (the `read` role: a phone that reads may be told),
+    /// and the list of them (the `admin` role).
+    case pushKey, pushSubscribe, pushUnsubscribe, pushSubscriptions
 
     /// It changes the store (or writes a file): the `write` role.
     public var writes: Bool {
         switch self {
         case .add, .delete, .backup, .putCatalogue, .putSettings: true
         case .ping, .changes, .model, .stats, .drinks, .history, .settings, .catalogue: false
+        // They change the store, but only what this reader is told: `read` is enough.
+        case .pushKey, .pushSubscribe, .pushUnsubscribe, .pushSubscriptions: false
         }
     }
 
     /// It changes what the person goes by: the `admin` role, not `write`.
-    public var administers: Bool { self == .putSettings }
+    public var administers: Bool { self == .putSettings || self == .pushSubscriptions }
 
     /// A standby (§11) answers it `read_only`: its store follows its primary's.
-    public var refusedOnStandby: Bool { [.add, .delete, .putSettings, .putCatalogue].contains(self) }
+    public var refusedOnStandby: Bool {
+        [.add, .delete, .putSettings, .putCatalogue, .pushSubscribe, .pushUnsubscribe].contains(self)
+    }
 
     /// Its routes under `/api/v1` (§12); none for `backup`, which is the operator's.
     public var routes: [APIRoute] {
@@ -45,6 +53,10 @@ public enum QueryOperation: String, CaseIterable, Sendable {
         case .putCatalogue: [APIRoute("PUT", "catalogue/{name}")]
         case .delete: [APIRoute("DELETE", "drinks/{uuid}"), APIRoute("POST", "deletions")]
         case .backup: []
+        case .pushKey: [APIRoute("GET", "push/key")]
+        case .pushSubscribe: [APIRoute("POST", "push/subscriptions")]
+        case .pushUnsubscribe: [APIRoute("DELETE", "push/subscriptions/{id}")]
+        case .pushSubscriptions: [APIRoute("GET", "push/subscriptions")]
         }
     }
 

@@ -62,3 +62,43 @@ extension QueryClient {
         }
     }
 }
+
+/// Web Push's calls (docs/protocol.md §17).
+extension QueryClient {
+    /// The service's Web Push public key, base64url.
+    public func pushKey() throws -> String {
+        let reply = try reply(.object([("op", .string(QueryOperation.pushKey.rawValue))]))
+        return try decoded { try reply.member("publicKey").text() }
+    }
+
+    /// Registers a browser's subscription (`PushSubscription.toJSON()`'s
+    /// `endpoint` and keys); returns its id.
+    public func pushSubscribe(endpoint: String, p256dh: String, auth: String) throws -> String {
+        let reply = try reply(
+            .object([
+                ("op", .string(QueryOperation.pushSubscribe.rawValue)),
+                (
+                    "subscription",
+                    .object([
+                        ("endpoint", .string(endpoint)),
+                        ("keys", .object([("p256dh", .string(p256dh)), ("auth", .string(auth))])),
+                    ])
+                ),
+            ]))
+        return try decoded { try reply.member("id").text() }
+    }
+
+    /// Removes the subscription `id`: whether it was there.
+    public func pushUnsubscribe(id: String) throws -> Bool {
+        let reply = try reply(.object([("op", .string(QueryOperation.pushUnsubscribe.rawValue)), ("id", .string(id))]))
+        return try decoded { try reply.member("removed").integer() == 1 }
+    }
+
+    /// Every subscription kept (the admin role): its id and endpoint.
+    public func pushSubscriptions() throws -> [(id: String, endpoint: String)] {
+        let reply = try reply(.object([("op", .string(QueryOperation.pushSubscriptions.rawValue))]))
+        return try decoded {
+            try reply.member("subscriptions").items().map { (try $0.member("id").text(), try $0.member("endpoint").text()) }
+        }
+    }
+}

@@ -57,7 +57,13 @@ extension HealthStore {
     /// A receiver's items due by `nowMs`, oldest first, at most `limit`.
     public func dueAlerts(receiver: String, nowMs: Int64, limit: Int) throws -> [OutboxItem] {
         guard isOpen else { throw StoreError.closed }
-        return try statements.outboxItems(receiver: receiver, dueBy: nowMs, limit: limit)
+        return try statements.outboxItems(receiver: receiver, prefix: false, dueBy: nowMs, limit: limit)
+    }
+
+    /// The items due by `nowMs` of every receiver whose name begins with `prefix` (`push:`), oldest first.
+    public func dueAlerts(receiversPrefixed prefix: String, nowMs: Int64, limit: Int) throws -> [OutboxItem] {
+        guard isOpen else { throw StoreError.closed }
+        return try statements.outboxItems(receiver: prefix, prefix: true, dueBy: nowMs, limit: limit)
     }
 
     /// Per receiver, the items waiting and when the first is due.

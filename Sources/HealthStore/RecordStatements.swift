@@ -54,7 +54,7 @@ protocol RecordStatements: AnyObject, Sendable {
     func keptRows(after anchor: Int64?, through end: Int64) throws -> KeptRows
     func deleteAllKeptRows() throws
     func putKept(_ kept: KeptRows) throws
-    func outboxItems(receiver: String, dueBy nowMs: Int64, limit: Int) throws -> [OutboxItem]
+    func outboxItems(receiver: String, prefix: Bool, dueBy nowMs: Int64, limit: Int) throws -> [OutboxItem]
     func outboxSummary() throws -> [String: (count: Int, nextMs: Int64)]
     func finalize()
     func closeConnection()

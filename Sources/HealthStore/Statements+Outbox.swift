@@ -110,12 +110,14 @@ extension Statements {
     }
 
     /// A receiver's items due by `nowMs`, oldest first.
-    func outboxItems(receiver: String, dueBy nowMs: Int64, limit: Int) throws -> [OutboxItem] {
+    func outboxItems(receiver: String, prefix: Bool, dueBy nowMs: Int64, limit: Int) throws -> [OutboxItem] {
         let p = dialect.p
+        // A prefix (`push:`, every subscription's) compared as bytes, whatever the database's collation.
+        let which = prefix ? "substr(receiver, 1, \(receiver.utf8.count)) = \(p(1))" : "receiver = \(p(1))"
         let s = try cached(
             """
             SELECT id, receiver, body, created_ms, attempts, next_ms FROM outbox
-            WHERE receiver = \(p(1)) AND settled = 0 AND next_ms <= \(p(2)) ORDER BY created_ms, id LIMIT \(p(3))
+            WHERE \(which) AND settled = 0 AND next_ms <= \(p(2)) ORDER BY created_ms, id LIMIT \(p(3))
             """)
         try s.bind(1, receiver)
         try s.bind(2, nowMs)

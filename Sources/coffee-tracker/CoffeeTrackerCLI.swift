@@ -24,6 +24,8 @@ struct CoffeeTrackerCLI {
         ("settings", "show or change the person's half-life, sleep threshold, daily limit, time zone"),
         ("catalogue", "list the person's drinks, or add, change, rename or retire one"),
         ("model", "show caffeine now, levels, cups today"),
+        ("push-key", "print the service's Web Push public key (what a page subscribes with)"),
+        ("push", "list the phones told by Web Push, or remove one (--remove ID)"),
         ("watch", "print live updates from the update endpoint"),
         ("import", "import exported files (.json, .jsonl, .plist, Health .xml/.zip) through the service"),
         ("status", "show the service's counters"),

@@ -85,7 +85,7 @@ struct ConfigurationTests {
              "follow": {"query": "ipc:///q", "updates": "ipc://u", "serverKey": "\#(String(repeating: "A", count: 40))",
                         "keyFile": "standby.key_secret"},
              "alerts": {"dailyLimit": false, "levelOverMg": 250, "sleepThreshold": false, "bedtime": "22:30", "maxAgeS": 60,
-                        "retryInitialS": 2, "retryMaxS": 9, "webhook": {"url": "https://hooks.example/x", "secretFile": "w"},
+                        "retryInitialS": 2, "retryMaxS": 9, "pushSubject": "mailto:me@example.org", "webhook": {"url": "https://hooks.example/x", "secretFile": "w"},
                         "ntfy": {"url": "https://ntfy.sh/coffee", "tokenFile": "n"}},
              "mqtt": {"host": "broker", "port": 8883, "tls": {"caFile": "ca.pem"}, "username": "u", "passwordFile": "p",
                       "topicPrefix": "home/coffee", "discoveryPrefix": "ha", "keepaliveS": 60, "acceptDrinks": true}}

@@ -138,6 +138,21 @@ struct ClientCallsTests {
                                 try client.putCatalogue("flatWhite", retired: true)["flatWhite"]?.retired == true,
                                 "putCatalogue: retired")
                             check(try client.catalogue().anchor == after.anchor + 1, "putCatalogue: a commit each")
+                        case .pushKey:
+                            let (key, again) = (try client.pushKey(), try client.pushKey())
+                            check(Base64URL.decode(key)?.count == 65 && key == again, "pushKey: \(key)")
+                        case .pushSubscribe, .pushUnsubscribe, .pushSubscriptions:
+                            // A browser's key: any point of P-256 (the service's own will do).
+                            let p256dh = try client.pushKey()
+                            let auth = Base64URL.encode([UInt8](repeating: 7, count: 16))
+                            let endpoint = "https://push.example.net/\(op)"
+                            let id = try client.pushSubscribe(endpoint: endpoint, p256dh: p256dh, auth: auth)
+                            check(try client.pushSubscriptions().contains { $0 == (id, endpoint) }, "\(op): listed")
+                            let refused = refusal { try client.pushSubscribe(endpoint: endpoint, p256dh: auth, auth: auth) }
+                            check(refused?.field == "subscription.keys.p256dh", "\(op): a key that is no point refused")
+                            check(try client.pushUnsubscribe(id: id), "\(op): removed")
+                            check(try !client.pushUnsubscribe(id: id), "\(op): removed once")
+                            check(try client.pushSubscriptions().isEmpty, "\(op): none left")
                         }
                     }
                     return failures

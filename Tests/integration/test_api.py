@@ -277,7 +277,8 @@ def test_without_tokens_the_json_api_answers_this_machine(service):
     reply = service.request({"op": "nothing"})
     listed = reply["error"]["message"].split("expected ", 1)[1].replace(" or ", ", ").split(", ")
     assert listed == ["ping", "changes", "model", "add", "delete", "stats", "backup", "drinks", "history", "settings",
-                      "putSettings", "catalogue", "putCatalogue"]
+                      "putSettings", "catalogue", "putCatalogue", "pushKey", "pushSubscribe", "pushUnsubscribe",
+                      "pushSubscriptions"]
     # The Python client has a call for each, and the command line a command
     # (stats is status; settings and catalogue with options put).
     from coffee_tracker import Client
@@ -288,7 +289,9 @@ def test_without_tokens_the_json_api_answers_this_machine(service):
     assert client.settings()["defaults"]["dailyLimitMg"] == 400
     assert any(d["name"] == "cortado" for d in client.putCatalogue("cortado", mgCaffeine=90)["drinks"])
     assert client.catalogue()["anchor"] >= 2
-    commands = {"stats": "status", "putSettings": "settings", "putCatalogue": "catalogue"}
+    assert len(client.pushKey()) == 87 and client.pushSubscriptions()["subscriptions"] == []
+    commands = {"stats": "status", "putSettings": "settings", "putCatalogue": "catalogue", "pushKey": "push-key",
+                "pushSubscribe": "push", "pushUnsubscribe": "push", "pushSubscriptions": "push"}
     for op in listed:
         command = commands.get(op, op)
         assert service.run_cli(command, "--help").returncode == 0, command

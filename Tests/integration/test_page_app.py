@@ -14,11 +14,13 @@ import zlib
 from datetime import datetime, timezone
 
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
+from conftest import drink
 from test_http import free_port, tokens_service
 from test_inbox import wait_until
 from test_page_browser import browser, text  # noqa: F401  (browser: the fixture)
-from test_page_writes import drink_button, logged_in
+from test_page_writes import drink_button, logged_in, mg_shown
 
 OFFLINE = "offline: taps are kept and sent when the network is back"
 
@@ -140,4 +142,61 @@ def test_the_page_opens_with_no_network_and_sends_the_taps_it_kept_dated_when_ta
     finally:
         browser.set_network_conditions(offline=False, latency=0, download_throughput=10_000_000,
                                        upload_throughput=10_000_000)
+        s.stop()
+
+
+def test_the_settings_view_changes_the_half_life_and_the_catalogue_from_the_page(folder, browser):
+    s = tokens_service(folder, tokens=[("me", "read,write,admin"), ("phone", "read,write")])
+    try:
+        assert s.request({"op": "add", "drinks": [drink(mg=200.0, offset_s=-3 * 3600)]})["ok"]
+        base = logged_in(s, browser, s.tokens["me"])
+        # 200 mg three hours ago, a five-hour half-life: 200 / 2^(3/5) = 131.9.
+        wait_until(lambda: mg_shown(browser) == 132, timeout=20, what="the level at a five-hour half-life")
+        browser.find_element(By.LINK_TEXT, "Settings").click()
+        form = lambda name: browser.find_element(By.CSS_SELECTOR, f'#settings [name="{name}"]')  # noqa: E731
+        wait_until(lambda: form("halfLifeHours").get_attribute("value") == "5", timeout=20, what="the settings read")
+        assert form("timeZone").get_attribute("value") == "UTC"
+
+        form("halfLifeHours").clear()
+        form("halfLifeHours").send_keys("2")
+        form("halfLifeHours").send_keys(Keys.ENTER)  # the keyboard alone saves
+        wait_until(lambda: text(browser, "settings-message") == "Saved.", timeout=20, what="the half-life saved")
+        assert s.request({"op": "settings"})["settings"]["halfLifeHours"] == 2
+
+        # A zone that is no IANA name (put in the list by hand): the field's message, the field marked.
+        browser.execute_script("const z = document.querySelector('[name=timeZone]');"
+                               "z.add(new Option('Berlin')); z.value = 'Berlin';")
+        browser.find_element(By.CSS_SELECTOR, "#settings button[type=submit]").click()
+        wait_until(lambda: "settings.timeZone" in text(browser, "settings-message"), timeout=20,
+                   what="the zone's refusal shown")
+        assert form("timeZone").get_attribute("aria-invalid") == "true"
+        assert s.request({"op": "settings"})["settings"]["timeZone"] == "UTC"
+
+        # A drink of their own: added on the page, then a button of the live page.
+        new = lambda name: browser.find_element(By.CSS_SELECTOR, f'#new-drink [name="{name}"]')  # noqa: E731
+        new("name").send_keys("flatWhite")
+        new("mgCaffeine").send_keys("130")
+        new("mgCaffeine").send_keys(Keys.ENTER)
+        wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, '#catalogue li[data-name="flatWhite"]'), timeout=20,
+                   what="the new drink listed")
+        # Nothing scrolls sideways at a phone's width.
+        browser.set_window_size(360, 800)
+        wait_until(lambda: browser.execute_script(
+            "return document.documentElement.scrollWidth <= document.documentElement.clientWidth"), timeout=10,
+            what="the settings page to fit 360 px")
+        if os.environ.get("COFFEE_TRACKER_SETTINGS_SCREENSHOT"):  # docs/page-settings.png
+            browser.set_window_size(390, 1100)
+            browser.execute_script("window.scrollTo(0, 0)")
+            browser.save_screenshot(os.environ["COFFEE_TRACKER_SETTINGS_SCREENSHOT"])
+        browser.set_window_size(1100, 900)
+
+        browser.get(base + "/")
+        wait_until(lambda: text(browser, "status") == "live", timeout=20, what="the live page again")
+        assert drink_button(browser, "flatWhite").get_attribute("data-mg") == "130"
+        # The level follows the half-life: 200 / 2^(3/2) = 70.7.
+        wait_until(lambda: mg_shown(browser) == 71, timeout=20, what="the level at a two-hour half-life")
+        violations = [entry["message"] for entry in browser.get_log("browser")
+                      if "Content Security Policy" in entry["message"]]
+        assert not violations, violations
+    finally:
         s.stop()

@@ -17,6 +17,12 @@ extension ConfigurationLoader {
         if let v = try reader.number(s, "alerts.maxAgeS", above: 0) { alerts.maxAgeS = v }
         if let v = try reader.number(s, "alerts.retryInitialS", above: 0) { alerts.retryInitialS = v }
         if let v = try reader.number(s, "alerts.retryMaxS", above: 0) { alerts.retryMaxS = v }
+        if let v = try reader.string(s, "alerts.pushSubject") {
+            guard v.hasPrefix("mailto:") || v.hasPrefix("https://") else {
+                throw reader.fail("alerts.pushSubject", "must be a mailto: or https:// URL (RFC 8292), got \"\(v.prefix(64))\"")
+            }
+            alerts.pushSubject = v
+        }
         if let w = try reader.section(s, "alerts.webhook", allowed: ["url", "secretFile"]) {
             guard let url = try reader.string(w, "alerts.webhook.url") else {
                 throw reader.fail("alerts.webhook.url", "is required with alerts.webhook")

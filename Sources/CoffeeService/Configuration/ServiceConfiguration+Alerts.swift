@@ -14,6 +14,8 @@ extension ServiceConfiguration {
         public var maxAgeS = OutboxDeliverer.Configuration().maxAge
         public var retryInitialS = OutboxDeliverer.Configuration().retryInitial
         public var retryMaxS = OutboxDeliverer.Configuration().retryMax
+        /// Who a push service tells of a problem with this service's pushes (the VAPID token's `sub`, §17).
+        public var pushSubject = "mailto:coffee-tracker@localhost"
         /// `alerts.webhook`: a URL and the file of the shared secret that signs each body.
         public var webhook: Endpoint?
         /// `alerts.ntfy`: a topic's URL and the file of an access token (optional).

@@ -202,7 +202,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Key("alerts.maxAgeS", \.alerts.maxAgeS), Key("alerts.retryInitialS", \.alerts.retryInitialS),
         Key("alerts.retryMaxS", \.alerts.retryMaxS), Key("alerts.webhook.url", \.alerts.webhook?.url),
         Key("alerts.webhook.secretFile", \.alerts.webhook?.secretFile), Key("alerts.ntfy.url", \.alerts.ntfy?.url),
-        Key("alerts.ntfy.tokenFile", \.alerts.ntfy?.secretFile), Key("mqtt.host", \.mqtt?.host),
+        Key("alerts.ntfy.tokenFile", \.alerts.ntfy?.secretFile), Key("alerts.pushSubject", \.alerts.pushSubject),
+        Key("mqtt.host", \.mqtt?.host),
         Key("mqtt.port", \.mqtt?.port), Key("mqtt.tls.caFile", \.mqtt?.caFile), Key("mqtt.username", \.mqtt?.username),
         Key("mqtt.passwordFile", \.mqtt?.passwordFile), Key("mqtt.topicPrefix", \.mqtt?.topicPrefix),
         Key("mqtt.discoveryPrefix", \.mqtt?.discoveryPrefix), Key("mqtt.keepaliveS", \.mqtt?.keepaliveS),
@@ -256,6 +257,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var modelCachePath: String { (dataDirectory as NSString).appendingPathComponent("CoffeeTracker.plist") }
     public var deadLetterPath: String { (dataDirectory as NSString).appendingPathComponent("rejected.jsonl") }
     /// Alerts dropped undelivered (docs/protocol.md §16), one JSON object per line as `rejected.jsonl`'s.
+    /// The service's Web Push key (docs/protocol.md §17), made at the first start.
+    public var pushKeyPath: String { (dataDirectory as NSString).appendingPathComponent("vapid.pem") }
     public var droppedAlertsPath: String { (dataDirectory as NSString).appendingPathComponent("alerts-dropped.jsonl") }
     public var endpointsPath: String { (dataDirectory as NSString).appendingPathComponent("endpoints.json") }
 

@@ -85,7 +85,9 @@ struct APIRoutes: Sendable {
     static func request(_ op: QueryOperation, segment: String?, _ request: HTTPRequest) throws(QueryError) -> JSONValue {
         var members: [(String, JSONValue)] = [("op", .string(op.rawValue))]
         switch op {
-        case .ping, .stats, .backup, .settings, .catalogue: break
+        case .ping, .stats, .backup, .settings, .catalogue, .pushKey, .pushSubscriptions: break
+        case .pushSubscribe: members.append(("subscription", try body(request)))
+        case .pushUnsubscribe: members.append(("id", .string(segment ?? "")))
         case .putSettings: members.append(("settings", try body(request)))
         case .putCatalogue:
             members.append(("name", .string(segment ?? "")))

@@ -11,7 +11,7 @@ extension CoffeeTrackerService {
     /// Nil on a standby: its primary tells the person.
     func makeOutbound(
         store: HealthStore, model: ModelService, broadcaster: Broadcaster, standby: Bool,
-        commands: MQTTCommands
+        commands: MQTTCommands, pushKey: WebPush.Key
     ) throws -> Outbound? {
         guard !standby else { return nil }
         let c = configuration
@@ -24,6 +24,10 @@ extension CoffeeTrackerService {
             receivers.append(
                 .ntfy(url: ntfy.url, token: try ntfy.secretFile.map { try Self.secret($0, key: "alerts.ntfy.tokenFile") }))
         }
+        // Every subscription the store keeps, through one deliverer (§17).
+        receivers.append(
+            .push(
+                WebPushSender(key: pushKey, subject: c.alerts.pushSubject) { PushSubscription.all(in: store.liveSettings) }))
         var delivery = OutboxDeliverer.Configuration()
         delivery.maxAge = c.alerts.maxAgeS
         delivery.retryInitial = c.alerts.retryInitialS
@@ -45,10 +49,10 @@ extension CoffeeTrackerService {
             }
         }
         let alerts = AlertService(
-            store: store, model: model, rules: c.alerts.rules, receivers: receivers.map(\.name),
+            store: store, model: model, rules: c.alerts.rules, receivers: receivers.filter { !$0.isPush }.map(\.name),
             wallClock: clock, logger: logger,
             announce: { broadcaster.publish("alert", $0) },
-            wakeDeliverers: { for deliverer in deliverers { deliverer.wake() } }, lease: lease)
+            wakeDeliverers: { for deliverer in deliverers { deliverer.wake() } }, lease: lease, pushes: true)
         let mqtt = try c.mqtt.map { m in
             MQTTPublisher(
                 configuration: .init(

@@ -23,6 +23,8 @@ extension CoffeeTrackerService {
         do {
             // The configuration's defaults with what the person set, kept and owned by the store (§15).
             let validator = DrinkValidator(limits: c.drinkLimits, settings: store.liveSettings)
+            // The key push services know this service by (§17): made at the first start.
+            let pushKey = try WebPush.Key.loadOrCreate(path: c.pushKeyPath)
             let broadcaster = try Broadcaster(
                 configuration: c.broadcasterConfiguration(curve: security.server("updates")), context: context, store: store,
                 counters: counters, logger: logger.part("updates"))
@@ -37,11 +39,11 @@ extension CoffeeTrackerService {
                 store: store, model: model, broadcaster: broadcaster, standby: standby != nil,
                 commands: MQTTCommands(
                     store: store, decoder: BatchDecoder(validator: validator), deadLetters: deadLetters, counters: counters,
-                    clock: clock, logger: logger.part("mqtt")))
+                    clock: clock, logger: logger.part("mqtt")), pushKey: pushKey)
             let handler = QueryHandler(
                 store: store, model: model, validator: validator, counters: counters, clock: clock,
                 maxMessageBytes: c.limits.maxMessageBytes, registry: security.registry, backupDirectory: c.backupPath,
-                following: standby?.status, outbound: outbound, logger: logger.part("query"))
+                following: standby?.status, outbound: outbound, pushKey: pushKey, logger: logger.part("query"))
             let query = try QueryEndpoint(
                 configuration: c.queryConfiguration(curve: security.server("query")), context: context, handler: handler,
                 logger: logger.part("query"))

@@ -11,7 +11,7 @@ extension LivePage {
     /// The files the worker keeps, answered from its cache when the network is not there.
     static let shellFiles =
         [
-            "/", "/app.js", "/app.css", "/queue.js", "/favicon.svg", "/manifest.webmanifest",
+            "/", "/app.js", "/app.css", "/queue.js", "/push.js", "/favicon.svg", "/manifest.webmanifest",
         ] + AppIcon.sizes.map { "/icon-\($0).png" }
 
     /// `/manifest.webmanifest`.
@@ -70,6 +70,27 @@ extension LivePage {
                 .catch(() => caches.open(SHELL)
                   .then((cache) => cache.match(path))
                   .then((cached) => cached || Response.error())));
+            });
+            // An alert (§16) pushed by the service (§17): its title and message, shown.
+            self.addEventListener("push", (event) => {
+              let alert = {};
+              try {
+                alert = event.data ? event.data.json() : {};
+              } catch (e) {
+                alert = { message: event.data ? event.data.text() : "" };
+              }
+              event.waitUntil(self.registration.showNotification(alert.title || "Coffee Tracker", {
+                body: alert.message || "", tag: alert.rule || "coffee-tracker", icon: "/icon-192.png",
+                data: { id: alert.id || null },
+              }));
+            });
+            // A click opens the page, or brings it forward.
+            self.addEventListener("notificationclick", (event) => {
+              event.notification.close();
+              event.waitUntil(self.clients.matchAll({ type: "window", includeUncontrolled: true }).then((pages) => {
+                const page = pages.find((p) => new URL(p.url).pathname === "/");
+                return page ? page.focus() : self.clients.openWindow("/");
+              }));
             });
             self.addEventListener("sync", (event) => {
               if (event.tag !== "send-taps") return;
@@ -161,6 +182,63 @@ extension LivePage {
           }
           scope.CoffeeQueue = queue;
         })(self);
+
+        """
+
+    /// `/push.js`: the page's button that asks the browser to be told by Web
+    /// Push, registers the subscription with the service, and takes it back.
+    static let pushScript = """
+        "use strict";
+        (function () {
+          const button = document.getElementById("notify");
+          if (!button || !("serviceWorker" in navigator) || !("PushManager" in window)) return;
+          const say = (text) => { document.getElementById("notify-state").textContent = text; };
+          function bytes(base64url) {
+            const text = atob(base64url.replace(/-/g, "+").replace(/_/g, "/"));
+            return Uint8Array.from(text, (c) => c.charCodeAt(0));
+          }
+          async function call(method, path, body) {
+            const init = { method: method, credentials: "same-origin", headers: { "Content-Type": "application/json" } };
+            if (body !== undefined) init.body = JSON.stringify(body);
+            const response = await fetch(path, init);
+            const reply = await response.json();
+            if (!response.ok || reply.ok !== true) throw new Error(reply.error ? reply.error.message : "HTTP " + response.status);
+            return reply;
+          }
+          async function show() {
+            const registration = await navigator.serviceWorker.ready;
+            const subscription = await registration.pushManager.getSubscription();
+            button.textContent = subscription ? "Stop telling this phone" : "Tell me on this phone";
+            button.hidden = false;
+            return subscription;
+          }
+          button.addEventListener("click", async () => {
+            button.disabled = true;
+            try {
+              const registration = await navigator.serviceWorker.ready;
+              const held = await registration.pushManager.getSubscription();
+              if (held) {
+                const id = localStorage.getItem("coffee-tracker-push-id");
+                if (id) await call("DELETE", "/api/v1/push/subscriptions/" + id);
+                await held.unsubscribe();
+                localStorage.removeItem("coffee-tracker-push-id");
+                say("This phone is no longer told.");
+              } else {
+                if ((await Notification.requestPermission()) !== "granted") throw new Error("notifications are not allowed");
+                const key = (await call("GET", "/api/v1/push/key")).publicKey;
+                const subscription = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: bytes(key) });
+                const reply = await call("POST", "/api/v1/push/subscriptions", subscription.toJSON());
+                localStorage.setItem("coffee-tracker-push-id", reply.id);
+                say("This phone is told of alerts.");
+              }
+            } catch (e) {
+              say("Not changed: " + e.message);
+            }
+            button.disabled = false;
+            show();
+          });
+          show().catch(() => { /* no worker yet: the button stays hidden */ });
+        })();
 
         """
 }

@@ -60,6 +60,7 @@ enum LivePage {
     private static let scripts = """
         <script src="/queue.js" defer></script>
         <script src="/app.js" defer></script>
+        <script src="/push.js" defer></script>
 
         """
 
@@ -70,7 +71,9 @@ enum LivePage {
             <main>
               <header>
                 <h1>Coffee Tracker</h1>
-                <p class="status"><a href="/history">History</a> · <span id="status">connecting…</span></p>
+                <p class="status"><a href="/history">History</a> · <a href="/settings">Settings</a> · <span id="status">connecting…</span></p>
+                <p class="notify"><button type="button" id="notify" hidden>Tell me on this phone</button>
+                <span id="notify-state" class="muted" role="status" aria-live="polite"></span></p>
               </header>
               <section class="figures" aria-live="polite">
                 <div class="figure"><span id="mg" class="value">–</span><span class="label">mg caffeine now</span></div>
@@ -137,6 +140,11 @@ enum LivePage {
         .actions { display: flex; align-items: center; gap: 12px; flex-wrap: wrap; }
         .message.error { color: #c62828; }
         .waiting { color: #8d6e00; font-weight: 600; }
+        .settings { display: grid; grid-template-columns: repeat(auto-fill, minmax(220px, 1fr)); gap: 12px; margin: 12px 0; }
+        .settings label { display: flex; flex-direction: column; gap: 4px; color: var(--muted); font-size: 0.9rem; }
+        .settings input, .settings select { font: inherit; color: var(--ink); padding: 8px; border: 1px solid #cfd8dc; border-radius: 8px; max-width: 100%; }
+        .settings [aria-invalid="true"] { border-color: #c62828; outline: 2px solid #c62828; }
+        .recent-list li input { font: inherit; padding: 6px; border: 1px solid #cfd8dc; border-radius: 8px; width: 7em; }
         .status.offline::before { content: "○ "; color: #8d6e00; }
         .recent-list { list-style: none; padding: 0; margin: 0; }
         .recent-list li { background: #fff; border-radius: 10px; padding: 8px 12px; margin-bottom: 6px; display: flex; flex-wrap: wrap; align-items: center; gap: 8px 12px; box-shadow: 0 1px 3px rgba(0,0,0,0.06); }

@@ -19,39 +19,38 @@ struct ModelPictures: Sendable {
 
     static let pageHeaders = ["Content-Security-Policy": LivePage.contentSecurityPolicy, "Cache-Control": "no-store"]
 
+    /// What the pages' files are, as `Content-Type` says it.
+    enum Kind: String {
+        case html = "text/html; charset=utf-8"
+        case script = "text/javascript; charset=utf-8"
+        case style = "text/css; charset=utf-8"
+        case manifest = "application/manifest+json"
+        case svg = "image/svg+xml"
+    }
+
+    /// One of the pages' files, under their headers.
+    static func asset(_ kind: Kind, _ body: String) -> HTTPResponse {
+        HTTPResponse(status: 200, contentType: kind.rawValue, body: body, headers: pageHeaders)
+    }
+
     /// The answer for `path`, or nil when it is not one of the pictures'.
     func answer(_ path: String) async -> HTTPResponse? {
         switch path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path {
-        case "/", "/index.html":
-            return HTTPResponse(
-                status: 200, contentType: "text/html; charset=utf-8", body: LivePage.html(settings.catalogue),
-                headers: Self.pageHeaders)
-        case "/app.js":
-            return HTTPResponse(
-                status: 200, contentType: "text/javascript; charset=utf-8", body: LivePage.script, headers: Self.pageHeaders)
-        case "/app.css":
-            return HTTPResponse(
-                status: 200, contentType: "text/css; charset=utf-8", body: LivePage.style, headers: Self.pageHeaders)
-        case "/manifest.webmanifest":
-            return HTTPResponse(
-                status: 200, contentType: "application/manifest+json", body: LivePage.manifest, headers: Self.pageHeaders)
-        case "/sw.js":
-            return HTTPResponse(
-                status: 200, contentType: "text/javascript; charset=utf-8", body: LivePage.serviceWorker,
-                headers: Self.pageHeaders)
-        case "/queue.js":
-            return HTTPResponse(
-                status: 200, contentType: "text/javascript; charset=utf-8", body: LivePage.queueScript,
-                headers: Self.pageHeaders)
+        case "/", "/index.html": return Self.asset(.html, LivePage.html(settings.catalogue))
+        case "/app.js": return Self.asset(.script, LivePage.script)
+        case "/app.css": return Self.asset(.style, LivePage.style)
+        case "/manifest.webmanifest": return Self.asset(.manifest, LivePage.manifest)
+        case "/sw.js": return Self.asset(.script, LivePage.serviceWorker)
+        case "/push.js": return Self.asset(.script, LivePage.pushScript)
+        case "/queue.js": return Self.asset(.script, LivePage.queueScript)
         case let icon where LivePage.icons[icon] != nil:
             return HTTPResponse(status: 200, contentType: "image/png", bytes: LivePage.icons[icon]!, headers: Self.pageHeaders)
-        case "/favicon.svg", "/favicon.ico":
-            return HTTPResponse(status: 200, contentType: "image/svg+xml", body: LivePage.icon, headers: Self.pageHeaders)
+        case "/favicon.svg", "/favicon.ico": return Self.asset(.svg, LivePage.icon)
         case "/model.svg":
             return await svg()
-        case "/history", "/history.html":
-            return HTTPResponse(
-                status: 200, contentType: "text/html; charset=utf-8", body: HistoryPage.html, headers: Self.pageHeaders)
+        case "/history", "/history.html": return Self.asset(.html, HistoryPage.html)
+        case "/settings", "/settings.html": return Self.asset(.html, SettingsPage.html)
+        case "/settings.js": return Self.asset(.script, SettingsPage.script)
         case "/history.svg":
             return await historySVG()
         case "/events":

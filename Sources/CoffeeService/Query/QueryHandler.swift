@@ -56,6 +56,8 @@ public struct QueryHandler: Sendable {
         }
     }
     let logger: Logger
+    /// The service's Web Push key (§17); nil in tests that need none.
+    let pushKey: WebPush.Key?
 
     var caffeine: CaffeineModel { model.caffeine }
 
@@ -64,8 +66,9 @@ public struct QueryHandler: Sendable {
         counters: ServiceCounters, clock: any WallClock,
         maxMessageBytes: Int = IngestEndpoint.Configuration.defaultMaxMessageBytes, registry: ClientRegistry? = nil,
         backupDirectory: String? = nil, following: FollowStatus? = nil,
-        outbound: Outbound? = nil, logger: Logger
+        outbound: Outbound? = nil, pushKey: WebPush.Key? = nil, logger: Logger
     ) {
+        self.pushKey = pushKey
         self.outbound = outbound
         self.following = following
         self.backupDirectory = backupDirectory
@@ -166,6 +169,10 @@ public struct QueryHandler: Sendable {
         case .putSettings: return try await putSettings(value)
         case .catalogue: return catalogueReply()
         case .putCatalogue: return try await putCatalogue(value)
+        case .pushKey: return try pushKeyReply()
+        case .pushSubscribe: return try await pushSubscribe(value)
+        case .pushUnsubscribe: return try await pushUnsubscribe(value)
+        case .pushSubscriptions: return try pushSubscriptionsReply()
         }
     }
 

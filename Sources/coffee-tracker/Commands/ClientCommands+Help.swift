@@ -119,6 +119,25 @@ extension ClientCommands {
             --renamed-from OLD makes NAME from OLD and retires OLD. A NAME is a
             letter, then letters, digits, _ or -: flatWhite, cold-brew.
             """
+        case .pushKey:
+            """
+            Usage: coffee-tracker push-key
+
+            Prints the service's Web Push public key (base64url, an uncompressed
+            P-256 point): what a page passes to PushManager.subscribe as its
+            applicationServerKey (docs/protocol.md §17). The service makes the key
+            at its first start, in <dataDirectory>/vapid.pem (mode 0600).
+            """
+        case .pushSubscribe, .pushUnsubscribe, .pushSubscriptions:
+            """
+            Usage: coffee-tracker push [--remove ID]
+
+            Lists the browsers told of alerts by Web Push (docs/protocol.md §17):
+            id, when registered, and the push service's endpoint. With --remove,
+            that subscription is removed (its pushes stop). Needs the admin role
+            to list. A browser registers itself from the live page.
+              --remove ID   the subscription to remove
+            """
         case .stats:
             """
             Usage: coffee-tracker status

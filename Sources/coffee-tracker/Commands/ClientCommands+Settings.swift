@@ -75,3 +75,24 @@ extension ClientCommands {
         print("anchor \(reply["anchor"] ?? 0) (the catalogue's last change)")
     }
 }
+
+extension ClientCommands {
+    /// `coffee-tracker push`: the Web Push subscriptions (§17), or one removed.
+    static func push(_ client: QueryClient, _ args: Arguments) throws {
+        guard args.positional.isEmpty else { throw Arguments.UsageError(description: "push takes no positional arguments") }
+        if let id = args["remove"] {
+            let reply = try request(
+                client, [("op", .string(QueryOperation.pushUnsubscribe.rawValue)), ("id", .string(id))], args,
+                what: "removal")
+            if !args.has("json") {
+                print((reply["removed"] as? Int ?? 0) == 1 ? "removed \(id)" : "no subscription \(id)")
+            }
+            return
+        }
+        let reply = try request(client, [("op", .string(QueryOperation.pushSubscriptions.rawValue))], args)
+        guard !args.has("json") else { return }
+        let all = reply["subscriptions"] as? [[String: Any]] ?? []
+        for s in all { print("\(s["id"] ?? "?")  \(s["created"] ?? "?")  \(s["endpoint"] ?? "?")") }
+        print("\(all.count) subscription\(all.count == 1 ? "" : "s")")
+    }
+}

@@ -10,13 +10,23 @@ enum ClientCommands {
     static func operation(_ command: String) -> QueryOperation? {
         switch command {
         case "status": .stats
-        case "stats", "putSettings", "putCatalogue": nil  // `settings` and `catalogue` with options put
+        case "push-key": .pushKey
+        case "push": .pushSubscriptions
+        // `settings`, `catalogue` and `push` with options put; a browser subscribes.
+        case "stats", "putSettings", "putCatalogue", "pushKey", "pushSubscribe", "pushUnsubscribe", "pushSubscriptions": nil
         default: QueryOperation(rawValue: command)
         }
     }
 
     /// The command name of an operation.
-    static func command(_ op: QueryOperation) -> String { op == .stats ? "status" : op.rawValue }
+    static func command(_ op: QueryOperation) -> String {
+        switch op {
+        case .stats: "status"
+        case .pushKey: "push-key"
+        case .pushSubscribe, .pushUnsubscribe, .pushSubscriptions: "push"
+        default: op.rawValue
+        }
+    }
 
     static func run(_ op: QueryOperation, _ words: [String]) throws -> Int32 {
         let args = try Arguments(
@@ -24,7 +34,7 @@ enum ClientCommands {
             valued: [
                 "config", "query", "timeout", "type", "mg", "date", "uuid", "version", "source", "since", "limit", "at", "key",
                 "server-key", "svg", "from", "to", "by", "half-life", "sleep-threshold", "daily-limit", "time-zone", "reset",
-                "renamed-from", "level-over", "bedtime",
+                "renamed-from", "level-over", "bedtime", "remove",
             ],
             switches: ["help", "json", "retire", "restore"])
         if args.has("help") {
@@ -160,6 +170,10 @@ enum ClientCommands {
             let reply = try request(client, historyRequest, args)
             if !args.has("json") { print(table(history: reply)) }
         case .settings, .putSettings: try settings(client, args)
+        case .pushKey:
+            let reply = try request(client, [("op", .string(QueryOperation.pushKey.rawValue))], args)
+            if !args.has("json") { print(reply["publicKey"] ?? "") }
+        case .pushSubscribe, .pushUnsubscribe, .pushSubscriptions: try push(client, args)
         case .catalogue, .putCatalogue: try catalogue(client, args)
         case .stats:
             let reply = try request(client, [("op", .string(QueryOperation.stats.rawValue))], args)

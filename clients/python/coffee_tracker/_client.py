@@ -154,6 +154,23 @@ class Client:
         retired=, renamedFrom=. Returns `catalogue()` after it."""
         return self.call({"op": "putCatalogue", "name": name, "entry": entry})
 
+    def pushKey(self) -> str:
+        """The service's Web Push public key, base64url (§17): a page's applicationServerKey."""
+        return self.call({"op": "pushKey"})["publicKey"]
+
+    def pushSubscribe(self, subscription: Dict[str, Any]) -> Dict[str, Any]:
+        """Registers a browser's subscription (`PushSubscription.toJSON()`: endpoint,
+        keys.p256dh, keys.auth; §17). Returns `id` and `anchor`."""
+        return self.call({"op": "pushSubscribe", "subscription": subscription})
+
+    def pushUnsubscribe(self, id: str) -> Dict[str, Any]:
+        """Removes the subscription `id` (§17): `removed` is 1, or 0 when it was not there."""
+        return self.call({"op": "pushUnsubscribe", "id": id})
+
+    def pushSubscriptions(self) -> Dict[str, Any]:
+        """Every subscription kept (the admin role; §17): `subscriptions`, each id, endpoint, created."""
+        return self.call({"op": "pushSubscriptions"})
+
     def follow(self, timeout: Optional[float] = None) -> Iterator["State"]:
         """The feed kept in step (§10): yields a `State` after each change
         applied and each model of its anchor. `timeout`: seconds without a
