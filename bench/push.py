@@ -6,8 +6,8 @@
    connections): the alert's N pushes, each encrypted for its subscription
    and signed (RFC 8291, RFC 8292), from the first received to the last.
 2. The same alert's JSON delivered N times to a webhook (the same receiver
-   answering 204), from a stopped service's outbox: webhook deliveries from
-   the first received to the last.
+   answering 204), put in a stopped service's outbox and due once it has
+   started: webhook deliveries from the first received to the last.
 
 Both as pushes (or deliveries) per second and the service's CPU per push
 over that window (from /proc), alternated, TRIALS times; the ratios are
@@ -127,8 +127,10 @@ def webhooks(receiver, n):
         body = json.dumps({"id": "x", "rule": "levelOver", "event": "fired", "at": "2026-12-07T10:00:00.000Z",
                            "title": "Over 300 mg", "message": "Caffeine is over 300 mg (350 mg now).",
                            "mgCaffeine": 350, "mgToday": 350, "limitMg": 300, "key": "", "anchor": 1})
+        # Due three seconds on: the service is up and watched (its pid known) before the first is sent.
+        due = now + 3000
         db.executemany("INSERT INTO outbox(id, receiver, body, created_ms, attempts, next_ms) VALUES (?, 'webhook', ?, ?, 0, ?)",
-                       [(f"hook-{i:06d}", body, now, now) for i in range(n)])
+                       [(f"hook-{i:06d}", body, now, due) for i in range(n)])
         db.commit()
         db.close()
         (folder / "secret").write_text("bench\n")

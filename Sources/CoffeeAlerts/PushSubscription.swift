@@ -1,5 +1,6 @@
 import CoffeeDomain
 import Foundation
+import Synchronization
 
 /// A browser's Web Push subscription (docs/protocol.md §17): where its push
 /// service takes messages for it, and the keys a message is encrypted to.
@@ -91,6 +92,25 @@ public struct PushSubscription: Sendable, Hashable {
         for (id, text) in settings.current.stored[scope] ?? [:] {
             if let subscription = PushSubscription(stored: text) { all[id] = subscription }
         }
+        return all
+    }
+}
+
+/// The subscriptions the store keeps, read once for each change of the
+/// settings (their anchor), not for every push: a thousand phones told of
+/// one alert read the rows once.
+public final class PushSubscriptionBook: Sendable {
+    let settings: LiveSettings
+    private let read = Mutex<(anchor: Int64, all: [String: PushSubscription])>((-1, [:]))
+
+    public init(settings: LiveSettings) { self.settings = settings }
+
+    /// Every subscription now, by id.
+    public var all: [String: PushSubscription] {
+        let anchor = settings.current.anchor
+        if let held = read.withLock({ $0.anchor == anchor ? $0.all : nil }) { return held }
+        let all = PushSubscription.all(in: settings)
+        read.withLock { $0 = (anchor, all) }
         return all
     }
 }

@@ -1,5 +1,6 @@
 import CoffeeDomain
 import Foundation
+import Synchronization
 
 /// What a push of an alert is (docs/protocol.md §17): the alert's JSON
 /// encrypted for the subscription (RFC 8291), POSTed to its endpoint with
@@ -26,6 +27,25 @@ public struct WebPushSender: Sendable {
 
     /// The token's lifetime: RFC 8292 allows at most 24 hours.
     static let tokenLifetime: TimeInterval = 12 * 3600
+    /// A token is signed once for each push service and used this long
+    /// (a thousand phones on one push service: one signature).
+    static let tokenReuse: TimeInterval = 3600
+    private let tokens = Tokens()
+    private final class Tokens: Sendable {
+        let byAudience = Mutex<[String: (token: String, signed: Date)]>([:])
+    }
+
+    /// The token for `audience`, signed again when the held one is an hour old.
+    func token(audience: String, now: Date) throws -> String {
+        if let held = tokens.byAudience.withLock({ $0[audience] }), now.timeIntervalSince(held.signed) < Self.tokenReuse,
+            now >= held.signed
+        {
+            return held.token
+        }
+        let token = try key.token(audience: audience, expires: now + Self.tokenLifetime, subject: subject)
+        tokens.byAudience.withLock { $0[audience] = (token, now) }
+        return token
+    }
 
     func request(_ item: OutboxItem, now: Date) throws -> AlertReceiver.Request? {
         let id = String(item.receiver.dropFirst(PushSubscription.receiverPrefix.count))
@@ -36,8 +56,7 @@ public struct WebPushSender: Sendable {
             if case .string("fired")? = alert?[member: "event"], case .string(let rule)? = alert?[member: "rule"] {
                 rule == "dailyLimit" || rule == "levelOver"
             } else { false }
-        let token = try key.token(
-            audience: subscription.origin, expires: now + Self.tokenLifetime, subject: subject)
+        let token = try token(audience: subscription.origin, now: now)
         return AlertReceiver.Request(
             url: subscription.endpoint,
             headers: [

@@ -25,9 +25,8 @@ extension CoffeeTrackerService {
                 .ntfy(url: ntfy.url, token: try ntfy.secretFile.map { try Self.secret($0, key: "alerts.ntfy.tokenFile") }))
         }
         // Every subscription the store keeps, through one deliverer (§17).
-        receivers.append(
-            .push(
-                WebPushSender(key: pushKey, subject: c.alerts.pushSubject) { PushSubscription.all(in: store.liveSettings) }))
+        let book = PushSubscriptionBook(settings: store.liveSettings)
+        receivers.append(.push(WebPushSender(key: pushKey, subject: c.alerts.pushSubject) { book.all }))
         var delivery = OutboxDeliverer.Configuration()
         delivery.maxAge = c.alerts.maxAgeS
         delivery.retryInitial = c.alerts.retryInitialS
