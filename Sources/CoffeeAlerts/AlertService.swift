@@ -181,11 +181,20 @@ public actor AlertService: Service {
     private func schedule(_ date: Date?) {
         timer?.cancel()
         guard let date else { return }
-        let wait = max(0, date.timeIntervalSince(wallClock.now()))
-        let clock = timerClock
-        timer = Task { [weak self] in
-            do { try await clock.sleep(for: .milliseconds(Int64(wait * 1000))) } catch { return }
-            self?.ringTimer()
+        let wait = Duration.milliseconds(Int64(max(0, date.timeIntervalSince(wallClock.now())) * 1000))
+        timer = Self.ring(after: wait, on: timerClock) { [weak self] in self?.ringTimer() }
+    }
+
+    /// A task that runs `body` once `wait` has passed on `clock`, counted
+    /// from now: the deadline is fixed here, not when the task first runs
+    /// (a clock that moves meanwhile would put it off).
+    private static func ring<C: Clock>(after wait: Duration, on clock: C, _ body: @escaping @Sendable () -> Void)
+        -> Task<Void, Never> where C.Duration == Duration
+    {
+        let deadline = clock.now.advanced(by: wait)
+        return Task {
+            do { try await clock.sleep(until: deadline, tolerance: nil) } catch { return }
+            body()
         }
     }
 

@@ -140,4 +140,17 @@ struct HistoryTests {
         )
         #expect(DrinkCSV.field("plain") == "plain" && DrinkCSV.field("a,b") == "\"a,b\"" && DrinkCSV.field("") == "")
     }
+
+    /// OWASP's CSV injection: a client's text that a spreadsheet would run is written as text, and read back whole.
+    @Test func csvWritesAFormulaAsTextAndTheReaderHasItBack() {
+        let formula = Drink(
+            uuid: UUID(uuidString: "6F1C3B1E-3F55-4B0B-9C1E-7A2D8E4B5C02")!, mgCaffeine: 64,
+            date: utc("2025-07-01T10:00:00Z"), type: .singleEspresso, source: "=HYPERLINK(\"http://x\",\"y\")")
+        #expect(DrinkCSV.row(formula, in: berlin).hasSuffix(",1,\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\"\r\n"))
+        for text in ["=1+1", "+1", "-1", "@SUM(A1)", "\tx", "\rx", "'quoted", "''", "plain", "", "a=b"] {
+            let written = DrinkCSV.text(text)
+            #expect(DrinkCSV.text(of: written) == text, "\(text)")
+            #expect(written.first.map { !"=+-@\t\r".contains($0) } ?? true, "\(text) is written as \(written)")
+        }
+    }
 }
