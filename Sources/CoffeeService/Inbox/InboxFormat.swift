@@ -66,7 +66,7 @@ public struct InboxFormat: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Every format the inbox takes, in the order the help lists them.
-    public static let all: [InboxFormat] = [.json, .jsonLines, .propertyList, .healthExport, .healthExportZip]
+    public static let all: [InboxFormat] = [.json, .jsonLines, .propertyList, .csv, .healthExport, .healthExportZip]
 
     /// The format a name asks for, or nil for a name the inbox does not take.
     public static func of(_ name: String) -> InboxFormat? {
