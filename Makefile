@@ -122,6 +122,7 @@ bench: release bench-deps
 	python3 bench/history.py --out bench/history.json
 	python3 bench/alerts.py --out bench/alerts.json
 	python3 bench/push.py --out bench/push.json
+	python3 bench/csv_import.py --out bench/csv-import.json
 	python3 bench/whole_store.py --out bench/whole-store.json
 	python3 bench/page.py --out bench/page.json
 

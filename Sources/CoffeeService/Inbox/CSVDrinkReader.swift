@@ -8,8 +8,9 @@ import HealthStore
 /// a formula taken off), or another app's `date,mg` columns (names in
 /// `dateColumns` and `mgColumns`; `type` and `source` optional), whose drinks
 /// get version-5 UUIDs of their content, so that a second drop adds nothing.
-/// Each row is read by the bus's drink rules; a row that breaks one fails
-/// the file, naming its line and field.
+/// Each row is read by the bus's drink rules (a JSON Lines line's, given the
+/// fields as they are); a row that breaks one fails the file, naming its
+/// line and field.
 final class CSVDrinkReader: InboxFileReader, @unchecked Sendable {
     /// A date column's names (any case): the first found is the date.
     static let dateColumns = ["date", "datetime", "date/time", "time", "timestamp", "start", "startdate", "when"]
@@ -41,7 +42,7 @@ final class CSVDrinkReader: InboxFileReader, @unchecked Sendable {
         if columns == nil { try readHeader() }
         var chunk = WriteBatch()
         while chunk.count < chunkSize, let (fields, line) = try records.next() {
-            if fields.allSatisfy({ $0.trimmingCharacters(in: .whitespaces).isEmpty }) { continue }  // a blank row
+            if fields.allSatisfy({ Self.trimmed($0).isEmpty }) { continue }  // a blank row
             chunk.drinks.append(try drink(fields, line: line))
         }
         changesRead += chunk.count
@@ -74,45 +75,51 @@ final class CSVDrinkReader: InboxFileReader, @unchecked Sendable {
         guard fields.count == c.count else {
             throw InboxFileError("line \(line): \(fields.count) fields where the header has \(c.count)", line: line)
         }
-        let mgText = fields[c.mg].trimmingCharacters(in: .whitespaces)
+        let mgText = Self.trimmed(fields[c.mg])
         guard let mg = Double(mgText), mg.isFinite else {
             throw InboxFileError(
                 "line \(line): mgCaffeine: \"\(mgText.prefix(40))\" is not a number", line: line, field: "mgCaffeine")
         }
-        let dateText = fields[c.date].trimmingCharacters(in: .whitespaces)
+        let dateText = Self.trimmed(fields[c.date])
         guard let date = RFC3339.parse(dateText) ?? Self.localDate(dateText, in: timeZone) else {
             throw InboxFileError(
                 "line \(line): date: \"\(dateText.prefix(40))\" is not a date (RFC 3339, or YYYY-MM-DD HH:MM[:SS] in the person's zone)",
                 line: line, field: "date")
         }
-        let type = c.type.map { DrinkCSV.text(of: fields[$0].trimmingCharacters(in: .whitespaces)) } ?? ""
+        let type = c.type.map { DrinkCSV.text(of: Self.trimmed(fields[$0])) } ?? ""
         let source = c.source.map { DrinkCSV.text(of: fields[$0]) } ?? ""
-        var members: [(String, JSONValue)] = [("date", .string(RFC3339.string(date))), ("mgCaffeine", .double(mg))]
+        // The drink rules of a JSON Lines line, given the fields as they are read.
+        var input = DrinkInput()
+        input.date = .value(.date(date))
+        input.mgCaffeine = .value(mg)
         if let uuid = c.uuid {
-            members.append(("uuid", .string(fields[uuid])))
+            input.uuid = .value(fields[uuid])
         } else {
             let name = "\(RFC3339.string(date))|\(JSONValue.double(mg).serialized())|\(type)|\(source)"
-            members.append(("uuid", .string(NameBasedUUID.v5(namespace: Self.rowsNamespace, name: name).uuidString)))
+            input.parsedUUID = NameBasedUUID.v5(namespace: Self.rowsNamespace, name: name)
         }
         if let version = c.version {
-            let text = fields[version].trimmingCharacters(in: .whitespaces)
+            let text = Self.trimmed(fields[version])
             guard let number = Int64(text) else {
                 throw InboxFileError(
                     "line \(line): version: \"\(text.prefix(20))\" is not an integer", line: line, field: "version")
             }
-            members.append(("version", .int(number)))
+            input.version = .value(Double(number))
         }
         // Another app's drink names are its own: one is kept when it names a drink of the catalogue.
-        if !type.isEmpty, c.uuid != nil || isCatalogued(type) { members.append(("type", .string(type))) }
-        if !source.isEmpty { members.append(("source", .string(source))) }
-        let json = Array(JSONValue.object(members).serialized().utf8)
-        let read = json.withUnsafeBytes { bytes in
-            Result { () throws(InboxFileError) in try parser.line(bytes, number: line, now: now) }
+        if !type.isEmpty, c.uuid != nil || isCatalogued(type) { input.type = .value(type) }
+        if !source.isEmpty { input.source = .value(source) }
+        do throws(ValidationError) {
+            return try parser.decoder.validator.drink(from: input, now: now, defaultSource: "inbox")
+        } catch {
+            throw InboxFileError(error.at(line: line))
         }
-        guard case .drink(let drink) = try read.get() else {
-            throw InboxFileError("line \(line): not a drink", line: line)
-        }
-        return drink
+    }
+
+    /// `text` without the spaces around it (most fields have none: no copy then).
+    static func trimmed(_ text: String) -> String {
+        guard text.first == " " || text.last == " " || text.first == "\t" || text.last == "\t" else { return text }
+        return text.trimmingCharacters(in: .whitespaces)
     }
 
     private func isCatalogued(_ name: String) -> Bool {
