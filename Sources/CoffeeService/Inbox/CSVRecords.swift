@@ -5,9 +5,9 @@ import Foundation
 /// its quotes doubled, and hold commas and line breaks; records end with CRLF
 /// or LF. Each record comes with the line it begins on.
 final class CSVRecords {
-    static let pieceSize = 1 << 20
+    static let pieceSize = FilePieces.size
 
-    private let readPiece: () throws -> Data?
+    private let pieces: FilePieces
     private var buffer: [UInt8] = []
     private var position = 0
     private var atEnd = false
@@ -15,17 +15,9 @@ final class CSVRecords {
     private var line = 1
     private(set) var bytesRead: Int64 = 0
 
-    init(file: FileHandle) { readPiece = { try file.read(upToCount: CSVRecords.pieceSize) } }
+    init(file: FileHandle) { pieces = FilePieces(file: file) }
 
-    init(data: Data) {
-        var offset = data.startIndex
-        readPiece = {
-            guard offset < data.endIndex else { return nil }
-            let end = min(offset + CSVRecords.pieceSize, data.endIndex)
-            defer { offset = end }
-            return data[offset..<end]
-        }
-    }
+    init(data: Data) { pieces = FilePieces(data: data) }
 
     /// The next record's fields and the line it begins on; nil at the end.
     func next() throws(InboxFileError) -> (fields: [String], line: Int)? {
@@ -40,7 +32,7 @@ final class CSVRecords {
             buffer.removeFirst(position)
             position = 0
             do {
-                if let piece = try readPiece(), !piece.isEmpty {
+                if let piece = try pieces.next(), !piece.isEmpty {
                     buffer.append(contentsOf: piece)
                     bytesRead += Int64(piece.count)
                 } else {

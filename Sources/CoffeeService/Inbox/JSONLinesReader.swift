@@ -9,12 +9,12 @@ import HealthStore
 /// a deletion, because a batch applies its saves before its deletions and
 /// the file's order must hold.
 public final class JSONLinesReader: InboxFileReader, @unchecked Sendable {
-    static let pieceSize = 1 << 20
+    static let pieceSize = FilePieces.size
 
     private let parser: InboxFileParser
     private let now: Date
     private let chunkSize: Int
-    private let readPiece: () throws -> Data?
+    private let pieces: FilePieces
     /// What has been read and not yet handed out as lines, from `position`.
     private var buffer: [UInt8] = []
     private var position = 0
@@ -31,7 +31,7 @@ public final class JSONLinesReader: InboxFileReader, @unchecked Sendable {
         self.parser = parser
         self.now = now
         self.chunkSize = chunkSize
-        readPiece = { try file.read(upToCount: JSONLinesReader.pieceSize) }
+        pieces = FilePieces(file: file)
     }
 
     /// Reads lines from bytes already in memory (a mapped file), in the
@@ -40,13 +40,7 @@ public final class JSONLinesReader: InboxFileReader, @unchecked Sendable {
         self.parser = parser
         self.now = now
         self.chunkSize = chunkSize
-        var offset = data.startIndex
-        readPiece = {
-            guard offset < data.endIndex else { return nil }
-            let end = min(offset + JSONLinesReader.pieceSize, data.endIndex)
-            defer { offset = end }
-            return data[offset..<end]
-        }
+        pieces = FilePieces(data: data)
     }
 
     /// Where the next line lies in `buffer` (without its newline), valid
@@ -71,7 +65,7 @@ public final class JSONLinesReader: InboxFileReader, @unchecked Sendable {
             // Keep only the unfinished line, then read another piece.
             buffer.removeFirst(position)
             position = 0
-            if let piece = try readPiece(), !piece.isEmpty {
+            if let piece = try pieces.next(), !piece.isEmpty {
                 buffer.append(contentsOf: piece)
                 bytesRead += Int64(piece.count)
             } else {

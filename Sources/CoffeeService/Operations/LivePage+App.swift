@@ -11,7 +11,7 @@ extension LivePage {
     /// The files the worker keeps, answered from its cache when the network is not there.
     static let shellFiles =
         [
-            "/", "/app.js", "/app.css", "/queue.js", "/push.js", "/favicon.svg", "/manifest.webmanifest",
+            "/", "/api.js", "/app.js", "/app.css", "/queue.js", "/push.js", "/favicon.svg", "/manifest.webmanifest",
         ] + AppIcon.sizes.map { "/icon-\($0).png" }
 
     /// `/manifest.webmanifest`.
@@ -101,6 +101,40 @@ extension LivePage {
 
             """
     }
+
+    /// `/api.js`: one call to the JSON API (§12) with the login cookie, for
+    /// every page: its reply, or an `Error` with the reason, `unreachable`
+    /// when no answer came (a proxy's 502, 503 or 504 counts as none, §17),
+    /// `field` when the service named one, and `status`.
+    static let apiScript = """
+        "use strict";
+        self.CoffeeAPI = async function (method, path, body) {
+          const init = { method: method, credentials: "same-origin", headers: {} };
+          if (body !== undefined) {
+            init.headers["Content-Type"] = "application/json";
+            init.body = JSON.stringify(body);
+          }
+          const unreachable = () => Object.assign(new Error("the service cannot be reached"), { unreachable: true });
+          let response;
+          try {
+            response = await fetch(path, init);
+          } catch (e) {
+            throw unreachable();
+          }
+          if ([502, 503, 504].includes(response.status)) throw unreachable();
+          let reply = null;
+          try { reply = await response.json(); } catch (e) { /* not JSON */ }
+          if (!response.ok || !reply || reply.ok !== true) {
+            const error = reply && reply.error ? reply.error : {};
+            const why = error.message || "HTTP " + response.status;
+            const message = response.status === 401 ? "log in first (a link from coffee-tracker token NAME --link)"
+              : response.status === 403 ? "not allowed: " + why : why;
+            throw Object.assign(new Error(message), { status: response.status, field: error.field });
+          }
+          return reply;
+        };
+
+        """
 
     /// `/queue.js`: the taps kept in IndexedDB, sent oldest first with their
     /// own UUID, type and time (§17), for the page and the worker alike.
@@ -197,14 +231,7 @@ extension LivePage {
             const text = atob(base64url.replace(/-/g, "+").replace(/_/g, "/"));
             return Uint8Array.from(text, (c) => c.charCodeAt(0));
           }
-          async function call(method, path, body) {
-            const init = { method: method, credentials: "same-origin", headers: { "Content-Type": "application/json" } };
-            if (body !== undefined) init.body = JSON.stringify(body);
-            const response = await fetch(path, init);
-            const reply = await response.json();
-            if (!response.ok || reply.ok !== true) throw new Error(reply.error ? reply.error.message : "HTTP " + response.status);
-            return reply;
-          }
+          const call = CoffeeAPI;  // /api.js
           async function show() {
             const registration = await navigator.serviceWorker.ready;
             const subscription = await registration.pushManager.getSubscription();

@@ -60,33 +60,7 @@ extension LivePage {
             $("message").className = isError ? "message error" : "message";
           }
 
-          // One call to the JSON API; resolves to its reply, or throws an Error with the reason.
-          async function api(method, path, body) {
-            const init = { method: method, credentials: "same-origin", headers: {} };
-            if (body !== undefined) {
-              init.headers["Content-Type"] = "application/json";
-              init.body = JSON.stringify(body);
-            }
-            let response;
-            try {
-              response = await fetch(path, init);
-            } catch (e) {
-              throw Object.assign(new Error("the service cannot be reached"), { unreachable: true });
-            }
-            // A proxy in front that cannot reach the service: no answer either (§17).
-            if ([502, 503, 504].includes(response.status)) {
-              throw Object.assign(new Error("the service cannot be reached"), { unreachable: true });
-            }
-            let reply = null;
-            try { reply = await response.json(); } catch (e) { /* not JSON */ }
-            if (!response.ok || !reply || reply.ok !== true) {
-              const why = reply && reply.error ? reply.error.message : "HTTP " + response.status;
-              if (response.status === 401) throw new Error("log in first (a link from coffee-tracker token NAME --link)");
-              if (response.status === 403) throw new Error("not allowed: " + why);
-              throw new Error(why);
-            }
-            return reply;
-          }
+          const api = CoffeeAPI;  // /api.js
 
           function labelOf(button) { return button.querySelector(".name").textContent; }
 

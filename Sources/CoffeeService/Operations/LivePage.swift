@@ -58,6 +58,7 @@ enum LivePage {
 
     /// The tap queue first: the page's script uses it (§17).
     private static let scripts = """
+        <script src="/api.js" defer></script>
         <script src="/queue.js" defer></script>
         <script src="/app.js" defer></script>
         <script src="/push.js" defer></script>

@@ -37,6 +37,7 @@ struct ModelPictures: Sendable {
     func answer(_ path: String) async -> HTTPResponse? {
         switch path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path {
         case "/", "/index.html": return Self.asset(.html, LivePage.html(settings.catalogue))
+        case "/api.js": return Self.asset(.script, LivePage.apiScript)
         case "/app.js": return Self.asset(.script, LivePage.script)
         case "/app.css": return Self.asset(.style, LivePage.style)
         case "/manifest.webmanifest": return Self.asset(.manifest, LivePage.manifest)

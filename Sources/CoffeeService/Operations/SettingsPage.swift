@@ -13,40 +13,42 @@ enum SettingsPage {
     static let html: String = {
         let zones = (["UTC"] + TimeZone.knownTimeZoneIdentifiers.sorted().filter { $0 != "UTC" && $0 != "GMT" })
             .map { "<option>\($0)</option>" }.joined()
-        return LivePage.head(title: "Coffee Tracker · settings", extra: "<script src=\"/settings.js\" defer></script>\n")
-            + """
+        return LivePage.head(
+            title: "Coffee Tracker · settings",
+            extra: "<script src=\"/api.js\" defer></script>\n<script src=\"/settings.js\" defer></script>\n")
+                + """
 
-            <body>
-            <main>
-              <header>
-                <h1>Settings</h1>
-                <nav class="status"><a href="/">Live</a> · <a href="/history">History</a></nav>
-              </header>
-              <form id="settings" class="settings" novalidate>
-                <label>Half-life (hours)<input name="halfLifeHours" type="number" min="0.5" max="24" step="any" required></label>
-                <label>Sleep threshold (mg)<input name="sleepThresholdMg" type="number" min="0" step="any" required></label>
-                <label>Daily limit (mg)<input name="dailyLimitMg" type="number" min="1" step="any" required></label>
-                <label>Tell me over (mg, 0: never)<input name="levelOverMg" type="number" min="0" step="any" required></label>
-                <label>Time zone<select name="timeZone">\(zones)</select></label>
-                <label>Bedtime (empty: no warning)<input name="bedtime" type="time"></label>
-                <p class="actions"><button type="submit">Save</button>
-                <span id="settings-message" class="message" role="status" aria-live="polite"></span></p>
-              </form>
-              <section aria-labelledby="catalogue-title">
-                <h2 id="catalogue-title">Drinks</h2>
-                <ol id="catalogue" class="recent-list"></ol>
-                <form id="new-drink" class="settings">
-                  <label>Name<input name="name" required pattern="[A-Za-z][A-Za-z0-9_-]*" maxlength="64"></label>
-                  <label>mg<input name="mgCaffeine" type="number" min="0.1" step="any" required></label>
-                  <p class="actions"><button type="submit">Add</button>
-                  <span id="catalogue-message" class="message" role="status" aria-live="polite"></span></p>
-                </form>
-              </section>
-            </main>
-            </body>
-            </html>
+                <body>
+                <main>
+                  <header>
+                    <h1>Settings</h1>
+                    <nav class="status"><a href="/">Live</a> · <a href="/history">History</a></nav>
+                  </header>
+                  <form id="settings" class="settings" novalidate>
+                    <label>Half-life (hours)<input name="halfLifeHours" type="number" min="0.5" max="24" step="any" required></label>
+                    <label>Sleep threshold (mg)<input name="sleepThresholdMg" type="number" min="0" step="any" required></label>
+                    <label>Daily limit (mg)<input name="dailyLimitMg" type="number" min="1" step="any" required></label>
+                    <label>Tell me over (mg, 0: never)<input name="levelOverMg" type="number" min="0" step="any" required></label>
+                    <label>Time zone<select name="timeZone">\(zones)</select></label>
+                    <label>Bedtime (empty: no warning)<input name="bedtime" type="time"></label>
+                    <p class="actions"><button type="submit">Save</button>
+                    <span id="settings-message" class="message" role="status" aria-live="polite"></span></p>
+                  </form>
+                  <section aria-labelledby="catalogue-title">
+                    <h2 id="catalogue-title">Drinks</h2>
+                    <ol id="catalogue" class="recent-list"></ol>
+                    <form id="new-drink" class="settings">
+                      <label>Name<input name="name" required pattern="[A-Za-z][A-Za-z0-9_-]*" maxlength="64"></label>
+                      <label>mg<input name="mgCaffeine" type="number" min="0.1" step="any" required></label>
+                      <p class="actions"><button type="submit">Add</button>
+                      <span id="catalogue-message" class="message" role="status" aria-live="polite"></span></p>
+                    </form>
+                  </section>
+                </main>
+                </body>
+                </html>
 
-            """
+                """
     }()
 
     /// `/settings.js`: reads the settings and the catalogue, writes what changed.
@@ -55,23 +57,7 @@ enum SettingsPage {
         (function () {
           const $ = (id) => document.getElementById(id);
           const form = $("settings");
-          async function call(method, path, body) {
-            const init = { method: method, credentials: "same-origin", headers: {} };
-            if (body !== undefined) {
-              init.headers["Content-Type"] = "application/json";
-              init.body = JSON.stringify(body);
-            }
-            let response;
-            try { response = await fetch(path, init); } catch (e) { throw { message: "the service cannot be reached" }; }
-            let reply = null;
-            try { reply = await response.json(); } catch (e) { /* not JSON */ }
-            if (!response.ok || !reply || reply.ok !== true) {
-              const error = reply && reply.error ? reply.error : { message: "HTTP " + response.status };
-              if (response.status === 403) error.message = "not allowed: changing settings needs an admin login (" + error.message + ")";
-              throw error;
-            }
-            return reply;
-          }
+          const call = CoffeeAPI;  // /api.js
           function say(id, text, isError) {
             $(id).textContent = text;
             $(id).className = isError ? "message error" : "message";

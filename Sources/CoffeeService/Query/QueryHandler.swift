@@ -176,20 +176,6 @@ public struct QueryHandler: Sendable {
         }
     }
 
-    func modelReply(_ request: QueryRequest) async throws -> JSONValue {
-        let at = try Self.date(request.at, field: "at")
-        let snapshot: ModelSnapshot
-        if let held = await model.snapshot(at: at) {  // after every commit made before this request
-            snapshot = held
-        } else {
-            // A time the held drinks do not cover: ask the store.
-            let at = at ?? clock.now()
-            let drinks = try await store.drinks(datedIn: (at - CaffeineModel.retention)...at)
-            snapshot = caffeine.snapshot(of: drinks, at: at, anchor: await store.anchor)
-        }
-        return .object([("ok", true)] + WireFormat.members(snapshot))
-    }
-
     /// A request's date field: nil when absent, refused naming `field` when it is not a date.
     static func date(_ input: InputField<InputDate>, field: String) throws(QueryError) -> Date? {
         switch input {
