@@ -1,4 +1,5 @@
-// Answers: a body at once, or an event stream fed by `cth_server_broadcast`.
+// Answers: a body at once, an event stream fed by `cth_server_broadcast`, or
+// a body sent as it is made (bodies.c).
 #include "internal.h"
 
 static enum MHD_Result add_headers(struct MHD_Response *response, const char *headers) {
@@ -63,12 +64,19 @@ static ssize_t stream_read(void *cls, uint64_t position, char *buffer, size_t ma
         memcpy(buffer, exchange->pending + exchange->pending_start, n);
         exchange->pending_start += n;
         if (exchange->pending_start == exchange->pending_end) exchange->pending_start = exchange->pending_end = 0;
+        void *more_context = NULL;
+        cth_more_fn more = exchange->pending_end - exchange->pending_start < CHS_BODY_MARK
+            ? chs_take_more(exchange, &more_context)
+            : NULL;
         pthread_mutex_unlock(&server->lock);
+        if (more) more(more_context);
         return (ssize_t)n;
     }
     if (exchange->stream_ended || server->stopping) {
+        // A body that its writer did not end whole is cut short: no last chunk, and the connection closed.
+        int cut = exchange->body_stream && (exchange->body_failed || !exchange->stream_ended);
         pthread_mutex_unlock(&server->lock);
-        return MHD_CONTENT_READER_END_OF_STREAM;
+        return cut ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
     }
     exchange->suspended = 1;
     MHD_suspend_connection(exchange->connection);
@@ -77,7 +85,7 @@ static ssize_t stream_read(void *cls, uint64_t position, char *buffer, size_t ma
 }
 
 /// Appends to a stream's pending bytes; the caller holds the lock. 0, or -1 past the backlog.
-static int append_pending(cth_exchange *exchange, const uint8_t *bytes, size_t length) {
+int chs_append_pending(cth_exchange *exchange, const uint8_t *bytes, size_t length) {
     size_t held = exchange->pending_end - exchange->pending_start;
     if (held + length > exchange->server->config.max_stream_backlog) return -1;
     if (exchange->pending_start > 0) {
@@ -85,6 +93,7 @@ static int append_pending(cth_exchange *exchange, const uint8_t *bytes, size_t l
         exchange->pending_start = 0;
         exchange->pending_end = held;
     }
+    if (length == 0) return 0;
     if (held + length > exchange->pending_capacity) {
         size_t capacity = (held + length) * 2;
         uint8_t *grown = realloc(exchange->pending, capacity);
@@ -105,18 +114,21 @@ enum MHD_Result chs_queue_answer(cth_exchange *exchange) {
             exchange->connection, exchange->status, exchange->headers, exchange->answer, exchange->answer_length,
             exchange->close);
     pthread_mutex_lock(&server->lock);
-    append_pending(exchange, exchange->answer, exchange->answer_length);
+    chs_append_pending(exchange, exchange->answer, exchange->answer_length);
+    // In the list of streams so that a stop ends it; counted and broadcast to only as an event stream.
     exchange->next_stream = server->streams;
     if (server->streams) server->streams->prev_stream = exchange;
     server->streams = exchange;
-    server->stream_count++;
+    if (!exchange->body_stream) server->stream_count++;
     if (exchange->link) exchange->link->deadline_ms = 0;
     exchange->direct_fd = !server->config.tls && exchange->link ? exchange->link->fd : -1;
     pthread_mutex_unlock(&server->lock);
     struct MHD_Response *response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, exchange, NULL);
     if (!response) return MHD_NO;
-    // No chunked framing: the events go on the wire as they are, and the stream's end is the connection's.
-    MHD_set_response_options(response, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT, MHD_RO_END);
+    // An event stream has no chunked framing: the events go on the wire as
+    // they are, and the stream's end is the connection's. A body is chunked,
+    // so that its end is seen and the connection kept.
+    if (!exchange->body_stream) MHD_set_response_options(response, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT, MHD_RO_END);
     add_headers(response, exchange->headers);
     enum MHD_Result queued = MHD_queue_response(exchange->connection, exchange->status, response);
     MHD_destroy_response(response);
@@ -132,7 +144,7 @@ void cth_server_broadcast(cth_server *server, const uint8_t *bytes, size_t lengt
     struct MHD_Connection **resume = calloc((size_t)server->stream_count, sizeof *resume);
     int n = 0;
     for (cth_exchange *s = server->streams; s; s = s->next_stream) {
-        if (s->stream_ended) continue;
+        if (s->stream_ended || s->body_stream) continue;
         size_t sent = 0;
         // Suspended with nothing pending: libmicrohttpd has handed all it had to
         // the kernel and leaves the socket alone, so the event goes out now,
@@ -146,7 +158,7 @@ void cth_server_broadcast(cth_server *server, const uint8_t *bytes, size_t lengt
             else if (n_sent > 0) sent = (size_t)n_sent;
         }
         // The rest waits for libmicrohttpd, which sends it when the socket takes it.
-        if (!s->stream_ended && append_pending(s, bytes + sent, length - sent) < 0) s->stream_ended = 1;
+        if (!s->stream_ended && chs_append_pending(s, bytes + sent, length - sent) < 0) s->stream_ended = 1;
         if (s->suspended && resume) {  // to send what is pending, or to end
             s->suspended = 0;
             resume[n++] = s->connection;

@@ -63,6 +63,11 @@ struct cth_exchange {
     uint8_t *pending;
     size_t pending_start, pending_end, pending_capacity;
     int stream_ended;
+    // A body sent as it is made (`cth_respond_body`): not an event stream,
+    // its writer told when it may write on, and its end complete or failed.
+    int body_stream, body_failed, wants_more;
+    cth_more_fn more;
+    void *more_context;
     // A plain (not TLS) stream's socket: while the stream is suspended, and so
     // libmicrohttpd leaves its socket alone, an event is sent on it at once.
     int direct_fd;
@@ -125,6 +130,15 @@ enum MHD_Result chs_queue_bytes(
     struct MHD_Connection *connection, unsigned status, const char *headers, const void *body, size_t length, int close);
 enum MHD_Result chs_refuse(cth_exchange *exchange, unsigned status, const char *reason);
 enum MHD_Result chs_queue_answer(cth_exchange *exchange);
+/// Appends to a stream's pending bytes; the caller holds the lock. 0, or -1 past the backlog.
+int chs_append_pending(cth_exchange *exchange, const uint8_t *bytes, size_t length);
+
+// bodies.c
+/// A body's writer waits while this much of it is not yet taken by the client.
+#define CHS_BODY_MARK (64 * 1024)
+/// A body's writer waiting to be told: told now (its `more` to call after
+/// the lock is released, else NULL); the caller holds the lock.
+cth_more_fn chs_take_more(cth_exchange *exchange, void **more_context);
 
 // tls.c
 int chs_pick_certificate(

@@ -169,12 +169,15 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
         if (exchange->prev_stream) exchange->prev_stream->next_stream = exchange->next_stream;
         else server->streams = exchange->next_stream;
         if (exchange->next_stream) exchange->next_stream->prev_stream = exchange->prev_stream;
-        server->stream_count--;
+        if (!exchange->body_stream) server->stream_count--;
     }
     chs_stop_waiting(exchange);
     exchange->connection = NULL;
     exchange->link = NULL;
+    void *more_context = NULL;
+    cth_more_fn more = chs_take_more(exchange, &more_context);  // a body's writer hears that the client is gone
     chs_release_and_unlock(exchange);
+    if (more) more(more_context);
 }
 
 // ---- the server

@@ -13,21 +13,59 @@ public enum DrinkCSV {
 
     /// One drink's row, its line end included.
     public static func row(_ drink: Drink, in calendar: HistoryCalendar) -> String {
-        var mg: [UInt8] = []
-        JSONBytes.append(drink.mgCaffeine, to: &mg)
-        let fields = [
-            drink.uuid.uuidString, calendar.localTime(drink.date), String(decoding: mg, as: UTF8.self),
-            text(drink.type?.rawValue ?? ""), String(drink.version), text(drink.source ?? ""),
-        ]
-        return fields.map(field).joined(separator: ",") + "\r\n"
+        var times = HistoryCalendar.LocalTimes(calendar)
+        var out: [UInt8] = []
+        write(drink, times: &times, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `row`'s bytes, appended to `out`: an export writes a million of
+    /// these, with `times` kept from one to the next (drinks in date order).
+    public static func write(_ drink: Drink, times: inout HistoryCalendar.LocalTimes, into out: inout [UInt8]) {
+        UUIDText.write(drink.uuid, into: &out)
+        out.append(comma)
+        times.write(drink.date, into: &out)
+        out.append(comma)
+        JSONBytes.append(drink.mgCaffeine, to: &out)
+        out.append(comma)
+        if let type = drink.type { writeText(type.rawValue, into: &out) }
+        out.append(comma)
+        JSONBytes.append(drink.version, to: &out)
+        out.append(comma)
+        if let source = drink.source { writeText(source, into: &out) }
+        out.append(contentsOf: lineEnd)
+    }
+
+    private static let comma = UInt8(ascii: ",")
+    private static let quote = UInt8(ascii: "\"")
+    private static let lineEnd: [UInt8] = [0x0D, 0x0A]
+
+    /// `field(text(value))`'s bytes: behind a `'` when it could start a
+    /// formula, quoted when it holds a comma, a quote or a line break.
+    static func writeText(_ value: String, into out: inout [UInt8]) {
+        let utf8 = value.utf8
+        guard let first = utf8.first else { return }
+        let formula = formulaStartBytes.contains(first)
+        let quoted = utf8.contains { $0 == comma || $0 == quote || $0 == 0x0A || $0 == 0x0D }
+        if quoted { out.append(quote) }
+        if formula { out.append(UInt8(ascii: "'")) }
+        if quoted {
+            for byte in utf8 {
+                out.append(byte)
+                if byte == quote { out.append(quote) }
+            }
+            out.append(quote)
+        } else {
+            out.append(contentsOf: utf8)
+        }
     }
 
     /// What a spreadsheet would take as the start of a formula, and the `'` that says "text".
-    static let formulaStarts: Set<Character> = ["=", "+", "-", "@", "\t", "\r", "'"]
+    static let formulaStartBytes: Set<UInt8> = Set("=+-@\t\r'".utf8)
 
     /// A client's text made safe for a spreadsheet: behind a `'` when it could start a formula.
     public static func text(_ text: String) -> String {
-        guard let first = text.first, formulaStarts.contains(first) else { return text }
+        guard let first = text.utf8.first, formulaStartBytes.contains(first) else { return text }
         return "'" + text
     }
 

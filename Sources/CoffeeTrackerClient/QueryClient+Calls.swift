@@ -93,6 +93,25 @@ extension QueryClient {
         }
     }
 
+    /// A page of the live drinks dated from `from` to `to`, oldest first
+    /// (then by UUID): at most `limit`, after the drink `after` of `from`'s
+    /// date; `more` when another page follows, from the last drink's date
+    /// and UUID (docs/protocol.md §15).
+    public func drinks(from: Date, to: Date, after: UUID?, limit: Int) throws -> (drinks: [Drink], more: Bool) {
+        var request: [(String, JSONValue)] = [
+            ("op", .string(QueryOperation.drinks.rawValue)), ("from", .string(RFC3339.string(from))),
+            ("to", .string(RFC3339.string(to))), ("limit", .int(Int64(limit))),
+        ]
+        if let after { request.append(("after", .string(after.uuidString))) }
+        let reply = try reply(.object(request))
+        return try decoded {
+            guard case .array(let items) = try reply.member("drinks"), case .bool(let more) = try reply.member("more") else {
+                throw WireFormat.DecodingError("drinks must be an array and more a boolean")
+            }
+            return (try items.map { try WireFormat.drink($0) }, more)
+        }
+    }
+
     /// How every success the service writes begins.
     static let success = Data(#"{"ok":true,"#.utf8)
 

@@ -59,6 +59,17 @@ extension HealthStore {
         }
     }
 
+    /// Every live drink, a page at a time, in date order (then UUID's):
+    /// at most `limit` after `cursor`'s drink (from the first when nil), and
+    /// the cursor of the next page (nil after the last). Each page is a
+    /// read of its own, so that a reader as slow as it likes never holds the
+    /// store; a drink written meanwhile is in a later page when it sorts after
+    /// the cursor. What `GET /api/v1/export.csv` sends.
+    public func drinks(after cursor: DrinkCursor?, limit: Int) throws -> (drinks: [Drink], next: DrinkCursor?) {
+        guard isOpen else { throw StoreError.closed }
+        return try reading { try statements.drinks(after: cursor, limit: max(1, limit)) }
+    }
+
     /// Live drinks dated from `start` on, with the anchor they reflect, read
     /// together: what a model rebuilds from.
     public func window(datedFrom start: Date) throws -> (drinks: [Drink], anchor: Int64) {

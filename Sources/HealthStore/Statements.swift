@@ -230,6 +230,31 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
         return drinks
     }
 
+    func drinks(after cursor: DrinkCursor?, limit: Int) throws -> (drinks: [Drink], next: DrinkCursor?) {
+        let p = dialect.p
+        // Keyset paging by (date, UUID): each page a range of the index by date, ties in UUID order.
+        let s = try cached(
+            """
+            SELECT uuid, version, deleted, anchor, date_ms, mg, type, source FROM records
+            WHERE deleted = 0 AND date_ms >= \(p(1)) AND (date_ms > \(p(1)) OR uuid > \(p(2)))
+            ORDER BY date_ms, uuid LIMIT \(p(3))
+            """)
+        let cursor = cursor ?? .before(dateMs: .min)
+        try s.bind(1, cursor.dateMs)
+        try s.bind(2, uuid: cursor.uuid)
+        try s.bind(3, Int64(limit))
+        defer { s.reset() }
+        var drinks: [Drink] = []
+        drinks.reserveCapacity(limit)
+        var next: DrinkCursor?
+        while try s.step() {
+            let uuid = s.uuid(0)
+            drinks.append(s.drink(uuid: uuid, version: s.int64(1)))
+            next = DrinkCursor(dateMs: s.int64(4), uuid: uuid)
+        }
+        return (drinks, drinks.count == limit ? next : nil)
+    }
+
     func highestExpiredTombstone(before cutoff: Int64) throws -> Int64? {
         // INDEXED BY: left alone, SQLite's max() optimisation walks the anchor
         // index backwards through every live row (2 s with 1M drinks) instead

@@ -244,3 +244,23 @@ public struct StoreStatistics: Sendable, Hashable {
     public var commits: Int64
     public var fileBytes: Int64
 }
+
+/// Where a reader of every live drink in date order goes on from: the last
+/// drink it has, by its stored date and UUID (`HealthStore.drinks(after:limit:)`).
+public struct DrinkCursor: Sendable, Hashable {
+    public var dateMs: Int64
+    public var uuid: UUID
+
+    public init(dateMs: Int64, uuid: UUID) {
+        self.dateMs = dateMs
+        self.uuid = uuid
+    }
+
+    /// Before every drink dated from `dateMs` on.
+    public static func before(dateMs: Int64) -> DrinkCursor {
+        DrinkCursor(dateMs: dateMs == .min ? .min : dateMs - 1, uuid: lastUUID)
+    }
+
+    /// The greatest UUID: with a date, a cursor after every drink of that date.
+    static let lastUUID = UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255))
+}

@@ -32,6 +32,37 @@ struct StoreHistoryTests {
         await store.close()
     }
 
+    /// An export's pages (`drinks(after:limit:)`): every live drink once, in
+    /// date order and then UUID's, ten of them on one date across pages of
+    /// four, a deleted one left out, and no cursor after the last page.
+    @Test(arguments: StoreBackend.available) func pagesGiveEveryLiveDrinkOnceInDateOrder(_ backend: StoreBackend)
+        async throws
+    {
+        let dir = TemporaryDirectory(backend)
+        defer { dir.cleanup() }
+        let store = try openStore(dir)
+        let tied = (0..<10).map { _ in drink(at: 60) }
+        let others = (0..<13).map { drink(at: Double($0) * 7 - 30) }
+        let gone = drink(at: 60)
+        _ = try await store.save(tied + others + [gone])
+        _ = try await store.delete([Deletion(uuid: gone.uuid)])
+        func key(_ d: Drink) -> (Double, String) { (d.date.timeIntervalSince1970, UUIDText.string(d.uuid)) }
+        let expected = (tied + others).sorted { key($0) < key($1) }.map(\.uuid)
+        var read: [UUID] = []
+        var pages = 0
+        var cursor: DrinkCursor?
+        repeat {
+            let page = try await store.drinks(after: cursor, limit: 4)
+            #expect(page.drinks.count <= 4)
+            read += page.drinks.map(\.uuid)
+            cursor = page.next
+            pages += 1
+        } while cursor != nil && pages < 20
+        #expect(read == expected)
+        #expect(pages == 6)  // 23 drinks: five full pages, and a last one of three
+        await store.close()
+    }
+
     /// A new SQLite file indexes live drinks by date, and a sum reads a range of it.
     @Test func theSumReadsTheIndexByDate() async throws {
         let dir = TemporaryDirectory()

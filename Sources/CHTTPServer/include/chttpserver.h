@@ -76,6 +76,21 @@ const char *cth_request_peer(cth_exchange *exchange);
 void cth_respond(
     cth_exchange *exchange, unsigned status, const char *headers, const uint8_t *body, size_t length, int stream,
     int close);
+/// A body sent as it is made (chunked transfer encoding), for one answer
+/// too large to hold: `cth_respond_body` sends the head, `cth_body_write`
+/// each piece, `cth_body_end` the end. The writer is told to wait while
+/// the client has not taken what it has (so a client that stops reading
+/// holds one piece, never the whole body), and `more` is called, once for
+/// each wait, when it may go on: most of it taken, or the client gone.
+typedef void (*cth_more_fn)(void *more_context);
+/// Answers `exchange` (once; any thread) with a body to come.
+void cth_respond_body(cth_exchange *exchange, unsigned status, const char *headers, cth_more_fn more, void *more_context);
+/// Queues `bytes` of the body: 0 write on; 1 wait for `more` first; -1 the
+/// client is gone or the server stopping (nothing more will be sent; end it).
+int cth_body_write(cth_exchange *exchange, const uint8_t *bytes, size_t length);
+/// Ends the body and lets go of `exchange`: `failed` closes the connection
+/// without the last chunk, so that the client sees the body cut short.
+void cth_body_end(cth_exchange *exchange, int failed);
 /// Appends `bytes` to every open event stream (any thread; never blocks).
 void cth_server_broadcast(cth_server *server, const uint8_t *bytes, size_t length);
 /// How many event streams are open.

@@ -62,9 +62,10 @@ struct APIRoutes: Sendable {
         case .healthAutoExport:
             return Self.response(await handler.importHealthAutoExport(request.body, caller: caller))
         case .exportCSV:
+            // A store that fails after the first page cuts the body short (no last chunk), which the client sees.
             do {
                 return HTTPResponse(
-                    status: 200, contentType: "text/csv; charset=utf-8; header=present", body: try await handler.exportCSV(),
+                    status: 200, contentType: "text/csv; charset=utf-8; header=present", stream: try await handler.exportCSV(),
                     headers: ["Content-Disposition": "attachment; filename=\"coffee-tracker.csv\"", "Cache-Control": "no-store"])
             } catch {
                 return Self.response(await handler.outcome { throw error })
@@ -95,7 +96,10 @@ struct APIRoutes: Sendable {
         case .model:
             if let at = request.query["at"] { members.append(("at", .string(at))) }
         case .drinks, .history:
-            for name in ["from", "to", "by"] { if let value = request.query[name] { members.append((name, .string(value))) } }
+            for name in ["from", "to", "by", "after"] {
+                if let value = request.query[name] { members.append((name, .string(value))) }
+            }
+            if op == .drinks, let limit = request.query["limit"] { members.append(("limit", integer(limit))) }
         case .changes:
             members.append(("anchor", integer(request.query["anchor"])))
             if let limit = request.query["limit"] { members.append(("limit", integer(limit))) }

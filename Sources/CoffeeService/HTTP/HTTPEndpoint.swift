@@ -140,13 +140,46 @@ struct ServerPointer: @unchecked Sendable {
 struct PendingExchange: @unchecked Sendable {
     let value: OpaquePointer
 
-    func respond(_ response: HTTPResponse) {
+    func respond(_ response: HTTPResponse, logger: Logger) async {
+        if let stream = response.bodyStream {
+            await respond(response, streaming: stream, logger: logger)
+            return
+        }
         let body = response.bytes
         body.withUnsafeBufferPointer {
             cth_respond(
                 value, UInt32(response.status), response.headerLines, $0.baseAddress, $0.count, response.streams ? 1 : 0, 0)
         }
     }
+}
+
+extension PendingExchange {
+    /// The head now, then the body as `stream` writes it; the exchange is
+    /// the writer's until `cth_body_end`, however early the client goes.
+    private func respond(_ response: HTTPResponse, streaming stream: HTTPBodyStream, logger: Logger) async {
+        let signal = BodyWriterSignal()
+        let told = Unmanaged.passRetained(signal)  // the C server's, until the body ends
+        cth_respond_body(value, UInt32(response.status), response.headerLines, onMore, told.toOpaque())
+        let exchange = self
+        var failed = false
+        do {
+            try await stream.produce { piece in
+                let written = piece.withUnsafeBufferPointer { cth_body_write(exchange.value, $0.baseAddress, $0.count) }
+                if written == 1 { await signal.wait() }
+                return written >= 0
+            }
+        } catch {
+            failed = true
+            logger.error("a streamed body was cut short", metadata: ["error": "\(error)"])
+        }
+        cth_body_end(value, failed ? 1 : 0)
+        told.release()
+    }
+}
+
+private func onMore(_ context: UnsafeMutableRawPointer?) {
+    guard let context else { return }
+    Unmanaged<BodyWriterSignal>.fromOpaque(context).takeUnretainedValue().tell()
 }
 
 /// What the C server's callbacks reach: the route and the logger.
@@ -173,7 +206,8 @@ final class ServerContext: Sendable {
             headers: headers, body: body, peer: String(cString: cth_request_peer(exchange)))
         let pending = PendingExchange(value: exchange)
         let route = self.route
-        Task { pending.respond(await route(request)) }
+        let logger = self.logger
+        Task { await pending.respond(await route(request), logger: logger) }
     }
 }
 

@@ -16,6 +16,8 @@ public struct HTTPResponse: Sendable, Equatable {
     /// An event stream (`text/event-stream`): the body is its first events,
     /// and the connection stays open for those published later.
     public var streams: Bool
+    /// A body sent as it is made (chunked), in place of `bytes`.
+    public var bodyStream: HTTPBodyStream?
 
     public init(
         status: Int, contentType: String = "text/plain; charset=utf-8", body: String, headers: [String: String] = [:],
@@ -33,6 +35,12 @@ public struct HTTPResponse: Sendable, Equatable {
         self.bytes = bytes
         self.headers = headers
         self.streams = streams
+    }
+
+    /// A response whose body is sent as `stream` makes it.
+    public init(status: Int, contentType: String, stream: HTTPBodyStream, headers: [String: String] = [:]) {
+        self.init(status: status, contentType: contentType, bytes: [], headers: headers)
+        bodyStream = stream
     }
 
     /// The header fields as the server takes them: `Name: value` lines, sorted.

@@ -16,16 +16,7 @@ extension QueryHandler {
             }
             anchor = Int64(v)
         }
-        var limit = Self.defaultLimit
-        switch request.limit {
-        case .absent: break
-        case .wrongType: throw QueryError(.badRequest, "limit must be an integer", field: "limit")
-        case .value(let v):
-            guard v == v.rounded(), v >= 1, v <= Double(Self.maxLimit) else {
-                throw QueryError(.badRequest, "limit must be an integer from 1 to \(Self.maxLimit)", field: "limit")
-            }
-            limit = Int(v)
-        }
+        let limit = try Self.limit(request.limit) ?? Self.defaultLimit
         let (page, identity) = try await identified { try await store.changes(since: anchor, limit: limit) }
         return .object(
             [("ok", true)] + identity.members + [
@@ -34,6 +25,19 @@ extension QueryHandler {
                 ("added", WireFormat.drinksArray(page.added, anchors: page.addedAnchors)),
                 ("deleted", WireFormat.tombstonesArray(page.deleted, anchors: page.deletedAnchors)),
             ] + page.kept.members)
+    }
+
+    /// A page's `limit` (`changes`, `drinks`): nil when absent.
+    static func limit(_ input: InputField<Double>) throws(QueryError) -> Int? {
+        switch input {
+        case .absent: return nil
+        case .wrongType: throw QueryError(.badRequest, "limit must be an integer", field: "limit")
+        case .value(let v):
+            guard v == v.rounded(), v >= 1, v <= Double(Self.maxLimit) else {
+                throw QueryError(.badRequest, "limit must be an integer from 1 to \(Self.maxLimit)", field: "limit")
+            }
+            return Int(v)
+        }
     }
 
     /// `read`'s value with the store's identity it belongs to: read again

@@ -4,22 +4,32 @@ import HealthStore
 
 /// `GET /api/v1/export.csv` (docs/protocol.md §15): every live drink.
 extension QueryHandler {
-    /// Read a year at a time (a range of the index by date), so that a
-    /// large store is never held as drinks all at once; the text is (an
-    /// `HTTPResponse` streams only events), about 80 bytes a drink.
-    func exportCSV() async throws -> String {
-        let calendar = HistoryCalendar(timeZone: settings.person.timeZone)
-        var csv = DrinkCSV.header
-        // From 1970 (or an earlier limits.earliestDate): a limit raised since leaves older drinks stored.
-        var start = min(validator.limits.earliestDate, Date(timeIntervalSince1970: 0))
-        let end = clock.now() + validator.limits.maxFutureSkew + 1
-        while start < end {
-            let stop = min(end, start + 366 * 86_400)
-            for drink in try await store.drinks(datedIn: start...stop) where drink.date < stop {
-                csv += DrinkCSV.row(drink, in: calendar)
-            }
-            start = stop
+    /// Drinks read from the store at once: a page, a read of its own.
+    static let exportPage = 2_000
+
+    /// Every live drink as CSV, a body sent as it is made: the first page
+    /// read now, so that a store that cannot be read is answered with its
+    /// error (§12) rather than a body cut short.
+    func exportCSV() async throws -> HTTPBodyStream {
+        let first = try await store.drinks(after: nil, limit: Self.exportPage)
+        return HTTPBodyStream { write in try await self.exportCSV(from: first, write) }
+    }
+
+    /// Writes every live drink as CSV through `write`, a page at a time as
+    /// it is read (`HealthStore.drinks(after:limit:)`), so that neither the
+    /// store nor the body is ever held whole: the next page is read only
+    /// once the client has taken most of the one before. Stops when `write`
+    /// says the client is gone.
+    func exportCSV(from first: (drinks: [Drink], next: DrinkCursor?), _ write: HTTPBodyStream.Writer) async throws {
+        var times = HistoryCalendar.LocalTimes(HistoryCalendar(timeZone: settings.person.timeZone))
+        var out = Array(DrinkCSV.header.utf8)
+        out.reserveCapacity(Self.exportPage * 100)
+        var page = first
+        while true {
+            for drink in page.drinks { DrinkCSV.write(drink, times: &times, into: &out) }
+            guard await write(out), let cursor = page.next else { return }
+            out.removeAll(keepingCapacity: true)
+            page = try await store.drinks(after: cursor, limit: Self.exportPage)
         }
-        return csv
     }
 }

@@ -11,6 +11,8 @@ struct QueryRequest {
     /// `drinks`' range (§15).
     var from: InputField<InputDate> = .absent
     var to: InputField<InputDate> = .absent
+    /// `drinks`' page: the UUID of the last drink of the page before.
+    var after: InputField<String> = .absent
     /// `history`'s bucket: day, week or month.
     var by: InputField<String> = .absent
     /// Each element, or nil where it is not an object (so that it can be named).
@@ -26,6 +28,7 @@ struct QueryRequest {
         at = .init(json: object[member: "at"])
         from = .init(json: object[member: "from"])
         to = .init(json: object[member: "to"])
+        after = .init(json: object[member: "after"], expected: "a UUID")
         by = .init(json: object[member: "by"], expected: "a string")
         drinks = Self.objects(object[member: "drinks"], DrinkInput.self, expected: "an array of drink objects")
         deletions = Self.objects(object[member: "deletions"], DeletionInput.self, expected: "an array of deletion objects")

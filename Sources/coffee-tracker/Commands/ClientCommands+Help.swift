@@ -80,7 +80,8 @@ extension ClientCommands {
             Lists the live drinks dated from --from to --to (default: the 24 hours
             up to now; at most 366 days), oldest first, one per line: "DATE MG mg
             TYPE UUID vVERSION". Correct one by adding it again with its UUID and
-            a higher --version.
+            a higher --version. For every drink of a longer time, use
+            coffee-tracker export --csv (it reads them a page at a time).
             """
         case .history:
             """

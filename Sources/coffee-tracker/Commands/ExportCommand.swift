@@ -3,6 +3,10 @@ import CoffeeService
 import CoffeeTrackerClient
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `coffee-tracker export --csv`: every live drink, as `GET /api/v1/export.csv` gives it.
 enum ExportCommand {
     static let help = """
@@ -13,7 +17,9 @@ enum ExportCommand {
         uuid,date,mgCaffeine,type,version,source, then one drink a row, oldest
         first, its date in model.timeZone with the offset. The same as
         GET /api/v1/export.csv on the HTTP endpoint. Asks the running service
-        a year at a time.
+        for 5,000 drinks at a time and writes each page before the next, so
+        that a store of any size is never held whole; with --out, the file
+        appears (renamed into place) only once it is complete.
 
         Options:
           --csv              the format (the only one)
@@ -27,6 +33,9 @@ enum ExportCommand {
           --server-key KEY   the service's public key (default: endpoints.json)
           -h, --help         show this help
         """
+
+    /// Drinks asked for at once.
+    static let page = 5_000
 
     static func run(_ words: [String]) throws -> Int32 {
         let args = try Arguments(
@@ -44,25 +53,60 @@ enum ExportCommand {
             keyFile: args["key"], serverKey: args["server-key"], discovered: EndpointDiscovery.serverKey(configuration.location))
         let client = try QueryClient(endpoint: endpoint, timeout: timeout, curve: curve)
         // The person's zone as the service has it (their settings, §15), not the configuration's default.
-        let calendar = HistoryCalendar(timeZone: try client.settings().timeZone)
-        var out = DrinkCSV.header
-        var start = min(configuration.limits.earliestDate, Date(timeIntervalSince1970: 0))
+        var times = HistoryCalendar.LocalTimes(HistoryCalendar(timeZone: try client.settings().timeZone))
+        let output = try ExportOutput(path: args["out"])
+        var out = Array(DrinkCSV.header.utf8)
+        var from = min(configuration.limits.earliestDate, Date(timeIntervalSince1970: 0))
         let end = Date() + configuration.limits.maxFutureSkewS + 1
+        var after: UUID?
         var count = 0
-        while start < end {
-            let stop = min(end, start + 366 * 86_400)
-            for drink in try client.drinks(from: start, to: stop) where drink.date < stop {
-                out += DrinkCSV.row(drink, in: calendar)
-                count += 1
-            }
-            start = stop
+        // A page at a time, each written out before the next is asked for.
+        while true {
+            let page = try client.drinks(from: from, to: end, after: after, limit: Self.page)
+            for drink in page.drinks { DrinkCSV.write(drink, times: &times, into: &out) }
+            try output.write(out)
+            out.removeAll(keepingCapacity: true)
+            count += page.drinks.count
+            guard page.more, let last = page.drinks.last else { break }
+            (from, after) = (last.date, last.uuid)
         }
-        if let path = args["out"] {
-            try Data(out.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
-            FileHandle.standardError.write(Data("wrote \(count) drinks to \(path)\n".utf8))
-        } else {
-            FileHandle.standardOutput.write(Data(out.utf8))
-        }
+        try output.finish()
+        if let path = args["out"] { FileHandle.standardError.write(Data("wrote \(count) drinks to \(path)\n".utf8)) }
         return 0
+    }
+}
+
+/// Where an export goes: standard output, or a file written beside its
+/// name and renamed into place once complete and synced (so that a file of
+/// that name is never half an export).
+struct ExportOutput {
+    private let handle: FileHandle
+    private let path: String?
+    private let partial: String?
+
+    init(path: String?) throws {
+        self.path = path
+        guard let path else {
+            handle = FileHandle.standardOutput
+            partial = nil
+            return
+        }
+        let partial = path + ".partial"
+        guard FileManager.default.createFile(atPath: partial, contents: nil) else {
+            throw Arguments.UsageError(description: "cannot write \(partial)")
+        }
+        handle = try FileHandle(forWritingTo: URL(fileURLWithPath: partial))
+        self.partial = partial
+    }
+
+    func write(_ bytes: [UInt8]) throws { try handle.write(contentsOf: bytes) }
+
+    func finish() throws {
+        guard let path, let partial else { return }
+        try handle.synchronize()
+        try handle.close()
+        guard rename(partial, path) == 0 else {
+            throw Arguments.UsageError(description: "cannot rename \(partial) to \(path): \(String(cString: strerror(errno)))")
+        }
     }
 }
