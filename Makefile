@@ -123,6 +123,7 @@ bench: release bench-deps
 	python3 bench/alerts.py --out bench/alerts.json
 	python3 bench/push.py --out bench/push.json
 	python3 bench/csv_import.py --out bench/csv-import.json
+	python3 bench/export.py --out bench/export.json
 	python3 bench/whole_store.py --out bench/whole-store.json
 	python3 bench/page.py --out bench/page.json
 

@@ -70,7 +70,7 @@ public enum AlertReceiver: Sendable {
     func request(_ item: OutboxItem) -> (headers: [(String, String)], body: [UInt8]) {
         let bytes = Array(item.body.utf8)
         switch self {
-        case .push: return ([], bytes)  // a push's request is `delivery`'s
+        case .push: preconditionFailure("a push's request is made per subscription by delivery(_:now:)")
         case .webhook(_, let secret):
             return (
                 [
