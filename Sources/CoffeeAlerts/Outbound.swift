@@ -12,6 +12,9 @@ public struct Outbound: Sendable {
     public let alerts: AlertService
     public let deliverers: [OutboxDeliverer]
     public let mqtt: MQTTPublisher?
+    /// Each receiver's pending alerts as last read from the store, for a
+    /// report that must not wait for the store (an inbox file holds it).
+    private let pendingRead = LatestValue<[String: Int]>([:])
 
     public init(lease: TellerLease, alerts: AlertService, deliverers: [OutboxDeliverer], mqtt: MQTTPublisher?) {
         self.lease = lease
@@ -75,14 +78,23 @@ public struct Outbound: Sendable {
         }
     }
 
-    public func report(_ store: HealthStore) async -> Report {
-        let summary = (try? await store.outboxSummary()) ?? [:]
+    ///
+    /// - Parameter readingStore: false while the store is held by an
+    ///   inbox file: the pending counts as last read.
+    public func report(_ store: HealthStore, readingStore: Bool = true) async -> Report {
+        var pending = pendingRead.value
+        if readingStore {
+            let summary = (try? await store.outboxSummary()) ?? [:]
+            for deliverer in deliverers {
+                pending[deliverer.receiver.name] = summary.filter { deliverer.receiver.owns($0.key) }.reduce(0) {
+                    $0 + $1.value.count
+                }
+            }
+            pendingRead.set(pending)
+        }
         return Report(
             told: await alerts.told, teller: lease.isHeld,
-            receivers: deliverers.map { deliverer in
-                let pending = summary.filter { deliverer.receiver.owns($0.key) }.reduce(0) { $0 + $1.value.count }
-                return (deliverer.receiver.name, pending, deliverer.current)
-            },
+            receivers: deliverers.map { ($0.receiver.name, pending[$0.receiver.name] ?? 0, $0.current) },
             mqtt: mqtt?.current)
     }
 }

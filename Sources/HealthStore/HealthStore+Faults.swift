@@ -19,6 +19,9 @@ extension HealthStore {
     /// What the fault is ("disk is full", say), or nil while the store writes.
     public var faultDescription: String? { writer.fault }
 
+    /// `faultDescription` for any thread, without waiting for the store's.
+    public nonisolated var faultNow: String? { figuresNow.fault.withLock { $0 } }
+
     /// Returns once the store can write (at once when it can now).
     public func waitUntilWritable() async {
         await withCheckedContinuation { continuation in

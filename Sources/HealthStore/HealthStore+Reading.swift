@@ -91,13 +91,18 @@ extension HealthStore {
         }
     }
 
-    public func statistics() -> StoreStatistics {
+    public func statistics() -> StoreStatistics { statisticsNow() }
+
+    /// `statistics()` as of the last commit, from any thread without
+    /// waiting for the store's (which an inbox file holds while it imports).
+    public nonisolated func statisticsNow() -> StoreStatistics {
         let path = configuration.path
         func size(_ p: String) -> Int64 {
             ((try? FileManager.default.attributesOfItem(atPath: p)[.size]) as? NSNumber)?.int64Value ?? 0
         }
         return StoreStatistics(
-            anchor: currentAnchor, purgedAnchor: purgedAnchor, commits: commits,
-            fileBytes: size(path) + size(path + "-wal"))
+            anchor: figuresNow.anchor.load(ordering: .relaxed),
+            purgedAnchor: figuresNow.purgedAnchor.load(ordering: .relaxed),
+            commits: figuresNow.commits.load(ordering: .relaxed), fileBytes: size(path) + size(path + "-wal"))
     }
 }

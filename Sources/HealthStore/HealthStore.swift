@@ -90,8 +90,21 @@ public actor HealthStore {
     /// A catch-up of a shared store's announcements is queued on the store's thread.
     nonisolated let catchUpQueued = Atomic<Bool>(false)
 
-    var currentAnchor: Int64
-    var purgedAnchor: Int64
+    var currentAnchor: Int64 {
+        didSet { figuresNow.anchor.store(currentAnchor, ordering: .relaxed) }
+    }
+    var purgedAnchor: Int64 {
+        didSet { figuresNow.purgedAnchor.store(purgedAnchor, ordering: .relaxed) }
+    }
+    /// `statistics()` for any thread, without waiting for the store's: `stats`
+    /// during an inbox file's import, which holds the store for the file.
+    nonisolated let figuresNow = FiguresNow()
+    final class FiguresNow: Sendable {
+        let anchor = Atomic<Int64>(0)
+        let purgedAnchor = Atomic<Int64>(0)
+        let commits = Atomic<Int64>(0)
+        let fault = Mutex<String?>(nil)
+    }
     /// The store's identity (docs/protocol.md §13), for any thread: it
     /// changes only when a standby takes its primary's (`ReplicaCommit.identity`).
     nonisolated let identityNow: Mutex<IdentityNow>
@@ -101,7 +114,9 @@ public actor HealthStore {
         /// (`StoreIdentityRecord`): a standby's such store takes its primary's.
         var upgraded: Bool
     }
-    var commits: Int64 = 0
+    var commits: Int64 = 0 {
+        didSet { figuresNow.commits.store(commits, ordering: .relaxed) }
+    }
     /// The person's settings and catalogue now, for any thread: the one
     /// owner of them, replaced by the store's own commits (a write, a
     /// standby's copy, another service's announcement) before they are
@@ -122,7 +137,16 @@ public actor HealthStore {
     public nonisolated let commitDuration = Histogram()
     /// What is queued, who commits it, the storage fault with its held
     /// batches and waiters (`HealthStore+Faults.swift`): every decision of the writer.
-    var writer = WriterStateMachine<Waiter, CheckedContinuation<Void, Never>>(changeLimit: HealthStore.announceLimit)
+    var writer = WriterStateMachine<Waiter, CheckedContinuation<Void, Never>>(changeLimit: HealthStore.announceLimit) {
+        didSet {  // no oldValue: modified in place (SE-0268); the fault is an enum's case, read without a copy
+            let fault = writer.fault
+            if fault != faultMirrored {
+                faultMirrored = fault
+                figuresNow.fault.withLock { $0 = fault }
+            }
+        }
+    }
+    private var faultMirrored: String?
     /// The writer's fault, mirrored for other threads without a hop: set
     /// only as its actions say (`FaultAction.began`, `CommittedAction.leftFault`).
     nonisolated let faulted = Atomic<Bool>(false)
@@ -169,6 +193,8 @@ public actor HealthStore {
         announcedAnchor = opened.anchor
         announcedNow.store(opened.anchor, ordering: .relaxed)
         purgedAnchor = opened.purgedAnchor
+        figuresNow.anchor.store(opened.anchor, ordering: .relaxed)  // no didSet in an initializer
+        figuresNow.purgedAnchor.store(opened.purgedAnchor, ordering: .relaxed)
         let identity = try StoreIdentityRecord.open(
             opened.connection, asStandby: configuration.standby, anchor: opened.anchor)
         identityNow = Mutex(IdentityNow(identity: identity.identity, upgraded: identity.upgraded))

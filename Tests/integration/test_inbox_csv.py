@@ -6,7 +6,8 @@ naming line 7, with nothing stored."""
 import csv
 import io
 import uuid
-from datetime import datetime
+import time
+from datetime import datetime, timedelta
 
 from conftest import Service, wait_until
 from test_api import call
@@ -70,3 +71,30 @@ def test_a_bad_row_on_line_7_fails_the_file_and_stores_nothing(service):
     error = failed_error(service, "bad.csv")
     assert error["line"] == 7 and error["field"] == "mgCaffeine" and "line 7" in error["error"], error
     assert service.all_changes()[0] == []
+
+
+def test_a_large_csv_streams_with_bounded_memory_and_shows_its_progress_in_stats(service):
+    from test_memory import rss_mb
+    n = 400_000
+    start = datetime(2020, 1, 1)
+    text = "date,mg\n" + "".join(f"{(start + timedelta(minutes=i)).isoformat()}Z,{40 + i % 60}\n" for i in range(n))
+    size = len(text)
+    before = rss_mb(service.process.pid)
+    seen, peak = [], before
+    drop(service, "large.csv", text)
+    deadline = time.time() + 240
+    while not processed(service, "large.csv"):
+        assert time.time() < deadline, "the large CSV was not imported"
+        importing = service.request({"op": "stats"})["importing"]
+        if importing:
+            seen.append(importing)
+        peak = max(peak, rss_mb(service.process.pid))
+        time.sleep(0.01)
+    # After it, the store announces the file's changes a page at a time before it answers stats's outbox read.
+    assert service.request({"op": "stats"}, timeout_ms=120_000)["importing"] is None
+    # Seen under way: its name and size, part of it read.
+    assert any(p["file"] == "large.csv" and p["bytes"] == size and 0 < p["read"] < size and p["changesRead"] > 0
+               for p in seen), seen[:3]
+    # The store's page cache (32 MB) fills in one file's transaction; beside it, a few batches of 5,000 drinks.
+    assert peak - before < 60, f"RSS grew {peak - before:.1f} MB importing a {size / 1e6:.0f} MB CSV"
+    assert service.request({"op": "stats"})["stored"] == n

@@ -182,7 +182,20 @@ public actor InboxImporter {
                 // read and decoded on a thread of its own while the store
                 // writes the batches before.
                 let handoff = BatchHandoff()
-                handoff.start(name: "inbox-reader") { try reader.next() }
+                let counters = self.counters
+                counters.importing.withLock {
+                    $0 = InboxProgress(file: name, bytes: Int64(info.st_size), read: 0, changesRead: 0)
+                }
+                defer { counters.importing.withLock { $0 = nil } }
+                handoff.start(name: "inbox-reader") {
+                    let batch = try reader.next()
+                    let (read, changes) = (reader.bytesRead, reader.changesRead)  // on the reader's own thread
+                    counters.importing.withLock {
+                        $0?.read = read
+                        $0?.changesRead = changes
+                    }
+                    return batch
+                }
                 defer { handoff.abandon() }
                 result = try await store.applyStream { try handoff.take() }
             } else {

@@ -37,6 +37,8 @@ public final class ServiceCounters: Sendable {
     /// (`bad_request`, `invalid_drink`, `too_large`).
     public let queryRejected = Atomic<Int>(0)
     public let started = Date()
+    /// The inbox file being imported, and how far its reader is (`stats.importing`).
+    public let importing = Mutex<InboxProgress?>(nil)
 
     public init() {}
 
@@ -57,6 +59,14 @@ public final class ServiceCounters: Sendable {
     }
 
     public enum Channel: String, Sendable, CaseIterable { case bus, query, inbox, http, mqtt }
+}
+
+/// An inbox file under way: its name, its size, and the bytes read of it so far.
+public struct InboxProgress: Sendable, Equatable {
+    public var file: String
+    public var bytes: Int64
+    public var read: Int64
+    public var changesRead: Int
 }
 
 extension Atomic where Value == Int {

@@ -3,9 +3,16 @@ import Foundation
 
 extension QueryHandler {
     /// `stats`: the store's figures and the service's counters (docs/protocol.md §4).
+    ///
+    /// While an inbox file imports (one transaction, holding the store for
+    /// the file), the answer does not wait for the store: its figures as of
+    /// the last commit and its fault now (both kept for any thread), the
+    /// alerts' pending counts as last read, `importing` how far the file is.
     func stats() async -> JSONValue {
-        let s = await store.statistics()
         let c = counters
+        let importing = c.importing.withLock { $0 }
+        let s = store.statisticsNow()
+        let fault: JSONValue = store.faultNow.map { .string($0) } ?? .null
         return .object(
             [
                 ("ok", true)
@@ -21,12 +28,21 @@ extension QueryHandler {
                 ("subscribers", .int(Int64(c.subscribers.value))),
                 ("updatesDropped", .int(Int64(c.updatesDropped.value))),
                 ("authDenied", .int(Int64(c.authDenied.value))),
-                ("fault", await store.faultDescription.map { .string($0) } ?? .null),
+                ("fault", fault),
                 ("uptimeS", .double((Date().timeIntervalSince(c.started) * 1000).rounded() / 1000)),
                 ("storeBytes", .int(s.fileBytes)),
                 ("commits", .int(s.commits)),
                 ("purgedAnchor", .int(s.purgedAnchor)),
+                ("importing", importing.map(Self.json) ?? .null),
             ] + (following.map { [("followAnchor", .int($0.followAnchor)), ("followLagS", .double($0.lagSeconds()))] } ?? [])
-                + (await outbound?.report(store).members ?? []))
+                + (await outbound?.report(store, readingStore: importing == nil).members ?? []))
+    }
+
+    /// `stats.importing`: `{"file", "bytes", "read", "changesRead"}`.
+    static func json(_ progress: InboxProgress) -> JSONValue {
+        .object([
+            ("file", .string(progress.file)), ("bytes", .int(progress.bytes)), ("read", .int(progress.read)),
+            ("changesRead", .int(Int64(progress.changesRead))),
+        ])
     }
 }
