@@ -215,6 +215,19 @@ def test_https_with_a_certificate_made_here_and_a_renewal_served_after_sighup(fo
             assert time.time() < deadline, seen[-200:]
             seen += r.readline()
         c.close()
+        # A streamed body over TLS: the CSV export, chunked, whole, on a kept connection.
+        many = [drink(offset_s=-60 - i) for i in range(5000)]
+        assert s.request({"op": "add", "drinks": many})["added"] == 5000
+        c = door.connection()
+        c.request("GET", "/api/v1/export.csv", headers={"Authorization": f"Bearer {token}"})
+        r = c.getresponse()
+        assert r.status == 200 and r.getheader("Transfer-Encoding") == "chunked"
+        exported = r.read().decode().split("\r\n")
+        assert exported[0] == "uuid,date,mgCaffeine,type,version,source" and len(exported) == 5000 + 2 + 1, len(exported)
+        assert {d["uuid"] for d in many} <= {line.split(",")[0] for line in exported}
+        c.request("GET", "/healthz")
+        assert c.getresponse().status == 200
+        c.close()
         # Plain HTTP on the TLS port: no HTTP answer.
         host, port = s.endpoints["http"].rsplit(":", 1)
         plain = socket.create_connection((host, int(port)), timeout=5)

@@ -61,16 +61,21 @@ enum ExportCommand {
         var after: UUID?
         var count = 0
         // A page at a time, each written out before the next is asked for.
-        while true {
-            let page = try client.drinks(from: from, to: end, after: after, limit: Self.page)
-            for drink in page.drinks { DrinkCSV.write(drink, times: &times, into: &out) }
-            try output.write(out)
-            out.removeAll(keepingCapacity: true)
-            count += page.drinks.count
-            guard page.more, let last = page.drinks.last else { break }
-            (from, after) = (last.date, last.uuid)
+        do {
+            while true {
+                let page = try client.drinks(from: from, to: end, after: after, limit: Self.page)
+                for drink in page.drinks { DrinkCSV.write(drink, times: &times, into: &out) }
+                try output.write(out)
+                out.removeAll(keepingCapacity: true)
+                count += page.drinks.count
+                guard page.more, let last = page.drinks.last else { break }
+                (from, after) = (last.date, last.uuid)
+            }
+            try output.finish()
+        } catch {
+            output.abandon()  // no half export left behind under any name
+            throw error
         }
-        try output.finish()
         if let path = args["out"] { FileHandle.standardError.write(Data("wrote \(count) drinks to \(path)\n".utf8)) }
         return 0
     }
@@ -100,6 +105,13 @@ struct ExportOutput {
     }
 
     func write(_ bytes: [UInt8]) throws { try handle.write(contentsOf: bytes) }
+
+    /// Removes the partial file of an export that failed.
+    func abandon() {
+        guard let partial else { return }
+        try? handle.close()
+        unlink(partial)
+    }
 
     func finish() throws {
         guard let path, let partial else { return }
