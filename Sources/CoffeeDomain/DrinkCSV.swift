@@ -42,22 +42,21 @@ public enum DrinkCSV {
 
     /// `field(text(value))`'s bytes: behind a `'` when it could start a
     /// formula, quoted when it holds a comma, a quote or a line break.
-    static func writeText(_ value: String, into out: inout [UInt8]) {
+    static func writeText(_ value: String, into out: inout [UInt8]) { writeField(text(value), into: &out) }
+
+    /// `field(value)`'s bytes: as it is, or quoted with its quotes doubled.
+    static func writeField(_ value: String, into out: inout [UInt8]) {
         let utf8 = value.utf8
-        guard let first = utf8.first else { return }
-        let formula = formulaStartBytes.contains(first)
-        let quoted = utf8.contains { $0 == comma || $0 == quote || $0 == 0x0A || $0 == 0x0D }
-        if quoted { out.append(quote) }
-        if formula { out.append(UInt8(ascii: "'")) }
-        if quoted {
-            for byte in utf8 {
-                out.append(byte)
-                if byte == quote { out.append(quote) }
-            }
-            out.append(quote)
-        } else {
+        guard utf8.contains(where: { $0 == comma || $0 == quote || $0 == 0x0A || $0 == 0x0D }) else {
             out.append(contentsOf: utf8)
+            return
         }
+        out.append(quote)
+        for byte in utf8 {
+            out.append(byte)
+            if byte == quote { out.append(quote) }
+        }
+        out.append(quote)
     }
 
     /// What a spreadsheet would take as the start of a formula, and the `'` that says "text".
@@ -76,7 +75,8 @@ public enum DrinkCSV {
 
     /// `text` as a field: as it is, or quoted.
     public static func field(_ text: String) -> String {
-        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
-        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        var out: [UInt8] = []
+        writeField(text, into: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -16,11 +16,9 @@ extension HealthStore {
     /// bus stops reading while it is, so messages wait in ZeroMQ's queue).
     public nonisolated var isFaulted: Bool { faulted.load(ordering: .acquiring) }
 
-    /// What the fault is ("disk is full", say), or nil while the store writes.
-    public var faultDescription: String? { writer.fault }
-
-    /// `faultDescription` for any thread, without waiting for the store's.
-    public nonisolated var faultNow: String? { figuresNow.fault.withLock { $0 } }
+    /// What the fault is ("disk is full", say), or nil while the store
+    /// writes; from any thread, as the writer's actions last set it.
+    public nonisolated var faultDescription: String? { figures.fault.withLock { $0 } }
 
     /// Returns once the store can write (at once when it can now).
     public func waitUntilWritable() async {
@@ -49,6 +47,7 @@ extension HealthStore {
     /// that began now is mirrored, logged, and retried.
     func settle(_ action: Writer.FaultAction, _ reason: String) {
         for entry in action.refused { finish(entry.waiter, .failure(StoreError.unavailable(reason))) }
+        figures.fault.withLock { [fault = writer.fault] in $0 = fault }
         guard action.began else { return }
         faulted.store(true, ordering: .releasing)
         logger.error(
@@ -61,6 +60,7 @@ extension HealthStore {
     /// on, after what is queued (the held batches first) commits.
     func leftFault(_ reason: String, held: Int, waiters: [CheckedContinuation<Void, Never>]) {
         faulted.store(false, ordering: .releasing)
+        figures.fault.withLock { [fault = writer.fault] in $0 = fault }
         faultRetry = nil  // its next tick finds no fault (`RetryAction.stop`) and ends
         logger.notice("the store writes again", metadata: ["was": "\(reason)", "held": "\(held)"])
         commitPending()

@@ -91,18 +91,16 @@ extension HealthStore {
         }
     }
 
-    public func statistics() -> StoreStatistics { statisticsNow() }
-
-    /// `statistics()` as of the last commit, from any thread without
+    /// The store's figures as of its last commit, from any thread without
     /// waiting for the store's (which an inbox file holds while it imports).
-    public nonisolated func statisticsNow() -> StoreStatistics {
+    public nonisolated func statistics() -> StoreStatistics {
         let path = configuration.path
         func size(_ p: String) -> Int64 {
             ((try? FileManager.default.attributesOfItem(atPath: p)[.size]) as? NSNumber)?.int64Value ?? 0
         }
         return StoreStatistics(
-            anchor: figuresNow.anchor.load(ordering: .relaxed),
-            purgedAnchor: figuresNow.purgedAnchor.load(ordering: .relaxed),
-            commits: figuresNow.commits.load(ordering: .relaxed), fileBytes: size(path) + size(path + "-wal"))
+            anchor: figures.anchor.load(ordering: .relaxed),
+            purgedAnchor: figures.purgedAnchor.load(ordering: .relaxed),
+            commits: figures.commits.load(ordering: .relaxed), fileBytes: size(path) + size(path + "-wal"))
     }
 }

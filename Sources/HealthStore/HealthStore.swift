@@ -91,20 +91,13 @@ public actor HealthStore {
     nonisolated let catchUpQueued = Atomic<Bool>(false)
 
     var currentAnchor: Int64 {
-        didSet { figuresNow.anchor.store(currentAnchor, ordering: .relaxed) }
+        didSet { figures.anchor.store(currentAnchor, ordering: .relaxed) }
     }
     var purgedAnchor: Int64 {
-        didSet { figuresNow.purgedAnchor.store(purgedAnchor, ordering: .relaxed) }
+        didSet { figures.purgedAnchor.store(purgedAnchor, ordering: .relaxed) }
     }
-    /// `statistics()` for any thread, without waiting for the store's: `stats`
-    /// during an inbox file's import, which holds the store for the file.
-    nonisolated let figuresNow = FiguresNow()
-    final class FiguresNow: Sendable {
-        let anchor = Atomic<Int64>(0)
-        let purgedAnchor = Atomic<Int64>(0)
-        let commits = Atomic<Int64>(0)
-        let fault = Mutex<String?>(nil)
-    }
+    /// The figures of `statistics()` and the fault, for any thread.
+    nonisolated let figures = StoreFigures()
     /// The store's identity (docs/protocol.md §13), for any thread: it
     /// changes only when a standby takes its primary's (`ReplicaCommit.identity`).
     nonisolated let identityNow: Mutex<IdentityNow>
@@ -115,7 +108,7 @@ public actor HealthStore {
         var upgraded: Bool
     }
     var commits: Int64 = 0 {
-        didSet { figuresNow.commits.store(commits, ordering: .relaxed) }
+        didSet { figures.commits.store(commits, ordering: .relaxed) }
     }
     /// The person's settings and catalogue now, for any thread: the one
     /// owner of them, replaced by the store's own commits (a write, a
@@ -137,16 +130,7 @@ public actor HealthStore {
     public nonisolated let commitDuration = Histogram()
     /// What is queued, who commits it, the storage fault with its held
     /// batches and waiters (`HealthStore+Faults.swift`): every decision of the writer.
-    var writer = WriterStateMachine<Waiter, CheckedContinuation<Void, Never>>(changeLimit: HealthStore.announceLimit) {
-        didSet {  // no oldValue: modified in place (SE-0268); the fault is an enum's case, read without a copy
-            let fault = writer.fault
-            if fault != faultMirrored {
-                faultMirrored = fault
-                figuresNow.fault.withLock { $0 = fault }
-            }
-        }
-    }
-    private var faultMirrored: String?
+    var writer = WriterStateMachine<Waiter, CheckedContinuation<Void, Never>>(changeLimit: HealthStore.announceLimit)
     /// The writer's fault, mirrored for other threads without a hop: set
     /// only as its actions say (`FaultAction.began`, `CommittedAction.leftFault`).
     nonisolated let faulted = Atomic<Bool>(false)
@@ -193,8 +177,8 @@ public actor HealthStore {
         announcedAnchor = opened.anchor
         announcedNow.store(opened.anchor, ordering: .relaxed)
         purgedAnchor = opened.purgedAnchor
-        figuresNow.anchor.store(opened.anchor, ordering: .relaxed)  // no didSet in an initializer
-        figuresNow.purgedAnchor.store(opened.purgedAnchor, ordering: .relaxed)
+        figures.anchor.store(opened.anchor, ordering: .relaxed)  // no didSet in an initializer
+        figures.purgedAnchor.store(opened.purgedAnchor, ordering: .relaxed)
         let identity = try StoreIdentityRecord.open(
             opened.connection, asStandby: configuration.standby, anchor: opened.anchor)
         identityNow = Mutex(IdentityNow(identity: identity.identity, upgraded: identity.upgraded))

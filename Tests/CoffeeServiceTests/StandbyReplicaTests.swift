@@ -84,7 +84,7 @@ struct StandbyReplicaTests {
             )
             #expect(b == a && a.deleted.count == 120)
             // One commit per page of the primary's records (27,000), not one for all.
-            #expect(await standby.statistics().commits == 3)
+            #expect(standby.statistics().commits == 3)
         }
         await standby.close()
         await rig.cleanup()
@@ -108,7 +108,7 @@ struct StandbyReplicaTests {
             #expect(held.added == firstPage.added && held.deleted == firstPage.deleted)
             // The fault passes by itself (the store's probe); then the copy goes on from the page it holds.
             let deadline = ContinuousClock.now + .seconds(20)
-            while await standby.faultDescription != nil, ContinuousClock.now < deadline {
+            while standby.faultDescription != nil, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
             let (done, again) = await resync(replica, endpoint.boundEndpoints[0])

@@ -35,7 +35,7 @@ struct StoreBackupTests {
     ) {
         let store = try openStore(dir)
         try await fill(store, 20_000)
-        let before = await store.statistics().anchor
+        let before = store.statistics().anchor
         let held = HeldGate()
         await store.setAfterBackupChunk { held.pass() }
         let target = dir.url.appendingPathComponent("copy.sqlite").path
@@ -61,7 +61,7 @@ struct StoreBackupTests {
         #expect(copy.integrity == "ok")
         #expect(copy.count == 20_000 && copy.anchor == before)
         #expect(try await store.autoCheckpointPages() == Int64(HealthStore.autoCheckpointPages))
-        #expect(await store.statistics().anchor == before + 6000)
+        #expect(store.statistics().anchor == before + 6000)
         await store.close()
     }
 
@@ -78,7 +78,7 @@ struct StoreBackupTests {
         #expect(copy.integrity == "ok" && copy.count == 20_000)
         // Nothing lost: the WAL left beside the main file is read at the next open.
         let reopened = try openStore(dir)
-        #expect(await reopened.statistics().anchor == before + 5000)
+        #expect(reopened.statistics().anchor == before + 5000)
         await reopened.close()
     }
 

@@ -62,7 +62,7 @@ struct StoreDurabilityTests {
         // From the purged anchor on, and from null, all is well.
         #expect(try await store.changes(since: 2, limit: 10).deleted.count == 1)
         #expect(try await store.changes(since: nil, limit: 10).added == [keep])
-        #expect(await store.statistics().purgedAnchor == 2)
+        #expect(store.statistics().purgedAnchor == 2)
         await store.close()
     }
 
@@ -79,7 +79,7 @@ struct StoreDurabilityTests {
         }
         #expect(results.allSatisfy { $0.added == 1 })
         #expect(await store.anchor == Int64(writers))
-        let commits = await store.statistics().commits
+        let commits = store.statistics().commits
         // Group commit: far fewer transactions than writers.
         #expect(commits < Int64(writers))
         await store.close()

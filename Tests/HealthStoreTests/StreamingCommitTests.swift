@@ -34,7 +34,7 @@ struct StreamingCommitTests {
         let source = BatchSource((0..<5).map { i in WriteBatch(drinks: (0..<100).map { drink(at: Double(i * 100 + $0)) }) })
         let result = try await store.applyStream { try source.next() }
         #expect(result.added == 500 && result.anchor == 500)
-        #expect(await store.statistics().commits == 1)
+        #expect(store.statistics().commits == 1)
         await store.close()
     }
 

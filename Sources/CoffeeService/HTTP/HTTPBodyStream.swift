@@ -19,17 +19,6 @@ public final class HTTPBodyStream: Sendable, Equatable {
     public init(_ produce: @escaping Producer) { self.produce = produce }
 
     public static func == (a: HTTPBodyStream, b: HTTPBodyStream) -> Bool { a === b }
-
-    /// The whole body at once: for a caller without a connection (a test, a
-    /// route answered in memory).
-    public func collected() async throws -> [UInt8] {
-        let body = Mutex<[UInt8]>([])
-        try await produce { piece in
-            body.withLock { $0 += piece }
-            return true
-        }
-        return body.withLock { $0 }
-    }
 }
 
 /// Tells a body's writer, waiting for the client, that it may go on: told

@@ -160,7 +160,7 @@ public final class CoffeeTrackerService: Sendable {
     /// The one-line summary systemd shows (`STATUS=`).
     func status(_ store: HealthStore) async -> String {
         let anchor = await store.anchor
-        let fault = store.isFaulted ? " STORE FAULT:" + ((await store.faultDescription) ?? "") : ""
+        let fault = store.isFaulted ? " STORE FAULT:" + (store.faultDescription ?? "") : ""
         return
             "anchor \(anchor), \(counters.received.value) received, \(counters.stored.value) stored, "
             + "\(counters.subscribers.value) subscriptions\(fault)"

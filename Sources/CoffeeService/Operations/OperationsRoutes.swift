@@ -28,7 +28,7 @@ struct OperationsRoutes: Sendable {
             switch phase.current {
             case .ready:
                 if store.isFaulted {
-                    return HTTPResponse(status: 503, body: "the store cannot write: \((await store.faultDescription) ?? "")\n")
+                    return HTTPResponse(status: 503, body: "the store cannot write: \(store.faultDescription ?? "")\n")
                 }
                 let problems = await outbound?.report(store).problems ?? []
                 return HTTPResponse(status: 200, body: (["ready"] + problems).joined(separator: "\n") + "\n")

@@ -18,7 +18,7 @@ struct ServiceMetrics: Sendable {
     /// The metrics text, read from the parts now.
     func text() async -> String {
         let c = counters
-        let store = await self.store.statistics()
+        let store = self.store.statistics()
         var m = MetricsExposition()
         m.gauge("coffee_tracker_anchor", "The store's anchor: that of its last change.", Double(store.anchor))
         m.gauge(

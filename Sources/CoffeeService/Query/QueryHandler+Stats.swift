@@ -11,8 +11,8 @@ extension QueryHandler {
     func stats() async -> JSONValue {
         let c = counters
         let importing = c.importing.withLock { $0 }
-        let s = store.statisticsNow()
-        let fault: JSONValue = store.faultNow.map { .string($0) } ?? .null
+        let s = store.statistics()
+        let fault: JSONValue = store.faultDescription.map { .string($0) } ?? .null
         return .object(
             [
                 ("ok", true)

@@ -85,6 +85,11 @@ enum ExportCommand {
 /// name and renamed into place once complete and synced (so that a file of
 /// that name is never half an export).
 struct ExportOutput {
+    /// A file that cannot be written: exit status 1, not a usage error's 2.
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
     private let handle: FileHandle
     private let path: String?
     private let partial: String?
@@ -98,7 +103,7 @@ struct ExportOutput {
         }
         let partial = path + ".partial"
         guard FileManager.default.createFile(atPath: partial, contents: nil) else {
-            throw Arguments.UsageError(description: "cannot write \(partial)")
+            throw Failure(description: "cannot write \(partial)")
         }
         handle = try FileHandle(forWritingTo: URL(fileURLWithPath: partial))
         self.partial = partial
@@ -118,7 +123,7 @@ struct ExportOutput {
         try handle.synchronize()
         try handle.close()
         guard rename(partial, path) == 0 else {
-            throw Arguments.UsageError(description: "cannot rename \(partial) to \(path): \(String(cString: strerror(errno)))")
+            throw Failure(description: "cannot rename \(partial) to \(path): \(String(cString: strerror(errno)))")
         }
     }
 }
