@@ -35,13 +35,26 @@ public struct HistoryCurve: Sendable {
     }
 
     public struct Measure: Sendable, Hashable {
+        /// The mg of the doses dated from the bucket's start up to, not including, its end.
+        public var mg: Double
+        /// How many they are.
+        public var drinks: Int
         public var peakMg: Double
         public var secondsOverThreshold: Double
+
+        public init(mg: Double, drinks: Int, peakMg: Double, secondsOverThreshold: Double) {
+            self.mg = mg
+            self.drinks = drinks
+            self.peakMg = peakMg
+            self.secondsOverThreshold = secondsOverThreshold
+        }
     }
 
     /// Each bucket's measure, from `doses` in date order, which must hold
     /// every drink dated from the first bucket's start less `lookBack` to
-    /// the last bucket's end.
+    /// the last bucket's end: its sums, read off the doses in one pass
+    /// beside the curve's (one read of the store serves both), and its
+    /// peak and time over the threshold.
     public func measure(_ buckets: [DateInterval], doses: [Dose]) -> [Measure] {
         let halfLife = model.halfLifeHours * 3600
         let window = CaffeineModel.window
@@ -57,8 +70,14 @@ public struct HistoryCurve: Sendable {
             var level = 0.0
             var entering = first  // the next dose to come into the window
             var exiting = first  // the next dose to leave it
+            var mg = 0.0
+            var drinks = 0
             while entering < doses.count, doses[entering].date <= start {
                 level += doses[entering].mg * decay(start.timeIntervalSince(doses[entering].date))
+                if doses[entering].date == start {
+                    mg += doses[entering].mg
+                    drinks += 1
+                }
                 entering += 1
             }
             var peak = level
@@ -89,6 +108,8 @@ public struct HistoryCurve: Sendable {
                 var arrived = false
                 while entering < doses.count, doses[entering].date == next {
                     level += doses[entering].mg
+                    mg += doses[entering].mg
+                    drinks += 1
                     entering += 1
                     arrived = true
                 }
@@ -101,7 +122,7 @@ public struct HistoryCurve: Sendable {
                 if level < 0 { level = 0 }  // rounding, when the last drink leaves
             }
             stretch(to: bucket.end)
-            measures.append(Measure(peakMg: peak, secondsOverThreshold: over))
+            measures.append(Measure(mg: mg, drinks: drinks, peakMg: peak, secondsOverThreshold: over))
         }
         return measures
     }

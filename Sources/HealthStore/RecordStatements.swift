@@ -36,7 +36,6 @@ protocol RecordStatements: AnyObject, Sendable {
     func changes(after anchor: Int64, through end: Int64, liveOnly: Bool, limit: Int) throws -> [RecordRow]
     func drinks(from: Int64, to: Int64) throws -> [Drink]
     func drinks(after cursor: DrinkCursor?, limit: Int) throws -> (drinks: [Drink], next: DrinkCursor?)
-    func intake(ranges: [(from: Int64, to: Int64)]) throws -> [(mg: Double, count: Int)]
     func doses(from: Int64, to: Int64) throws -> [(dateMs: Int64, mg: Double)]
     func highestExpiredTombstone(before cutoff: Int64) throws -> Int64?
     func purgeTombstones(before cutoff: Int64) throws -> Int

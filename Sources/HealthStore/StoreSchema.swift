@@ -7,7 +7,7 @@ import SQLite
 enum StoreSchema {
     /// "CofT" in ASCII.
     static let applicationID: Int64 = 0x436F_6654
-    static let currentVersion: Int64 = 7
+    static let currentVersion: Int64 = 8
 
     /// The current schema, for a new file.
     ///
@@ -29,6 +29,8 @@ enum StoreSchema {
     /// version 6 the alerts' state and outbox (`outboxTables`), version 7
     /// their anchors and the rules' turns (`keptAnchors`), so that the feed
     /// and a standby carry them (docs/protocol.md §15, "In the feed").
+    /// Version 8 adds `deleted` to the index by date, so that it covers
+    /// history's read (see `liveByDate`).
     static let schema = """
         CREATE TABLE meta(
             key   TEXT PRIMARY KEY,
@@ -86,7 +88,15 @@ enum StoreSchema {
 
     /// Live drinks by date with their mg (version 4; version 2 had the date
     /// alone): history's sums and its curve read the index, never the table.
-    static let liveByDate = "CREATE INDEX live_by_date ON records(date_ms, mg) WHERE deleted = 0;"
+    /// Version 8 adds `deleted`, always 0 here (no byte of content in a
+    /// SQLite record): history's query names it, and SQLite 3.40 takes an
+    /// index as covering only when it holds every column the query names,
+    /// the partial index's own condition included, so that version 4's
+    /// index read each drink's row from the table as well.
+    static let liveByDate = "CREATE INDEX live_by_date ON records(date_ms, mg, deleted) WHERE deleted = 0;"
+
+    /// Version 4's index by date.
+    static let liveByDateV4 = "CREATE INDEX live_by_date ON records(date_ms, mg) WHERE deleted = 0;"
 
     /// Version 2's records: the table, its index of live drinks by date and
     /// that of tombstones (what migration 2 creates; migration 3 drops the first).
@@ -147,10 +157,11 @@ enum StoreSchema {
         DROP TABLE records_v1;
         """,
         3: "DROP INDEX live_by_date;",
-        4: liveByDate,
+        4: liveByDateV4,
         5: settingsTable,
         6: outboxTables,
         7: keptAnchors,
+        8: "DROP INDEX live_by_date; \(liveByDate)",
     ]
 
     /// Creates or migrates the schema of `db` at `path`.

@@ -101,7 +101,7 @@ struct SharedStoreTests {
         let store = try open(conninfo)
         #expect(try db.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 'live_by_date'") == 1)
         #expect(try db.scalar("SELECT value FROM meta WHERE key = 'schema'") == SharedStoreSchema.currentVersion)
-        #expect(try await store.intake(in: [DateInterval(start: t0, end: t0 + 3600)]) == [Intake(mg: 160, drinks: 2)])
+        #expect(try await store.doses(datedIn: t0...(t0 + 3600)).map(\.mg) == [96, 64])
         #expect(try await store.writeSettings(scope: "person", [("dailyLimitMg", "300")]).anchor == 3)
         await store.close()
         db.close()

@@ -5,9 +5,10 @@ import Testing
 
 @testable import HealthStore
 
-/// History's sums (docs/protocol.md §15): per range, in the store, through
-/// the index of live drinks by date, on both stores.
-@Suite("History's sums in the store", .timeLimit(.minutes(2)))
+/// History's read (docs/protocol.md §15): the doses of a stretch of time,
+/// through the index of live drinks by date, on both stores, and the sums
+/// per range computed from them.
+@Suite("History's read of the store", .timeLimit(.minutes(2)))
 struct StoreHistoryTests {
     /// Each range counts the live drinks dated from its start up to, not
     /// including, its end; a deletion and a new version count as they stand.
@@ -26,9 +27,11 @@ struct StoreHistoryTests {
             DateInterval(start: t0 - 60, end: t0 + 60), DateInterval(start: t0 + 60, end: t0 + 7200),
             DateInterval(start: t0 + 7200, end: t0 + 86_400), DateInterval(start: t0 + 86_400, end: t0 + 2 * 86_400),
         ]
-        let sums = try await store.intake(in: ranges)
-        #expect(
-            sums == [Intake(mg: 96, drinks: 1), Intake(mg: 100, drinks: 1), Intake(mg: 28, drinks: 1), Intake(mg: 0, drinks: 0)])
+        let doses = try await store.doses(datedIn: (t0 - 60 - HistoryCurve.lookBack)...(t0 + 2 * 86_400))
+        #expect(doses.map(\.mg) == [96, 100, 28])
+        let curve = HistoryCurve(model: CaffeineModel(halfLifeHours: 5), thresholdMg: 50)
+        let sums = curve.measure(ranges, doses: doses).map { [$0.mg, Double($0.drinks)] }
+        #expect(sums == [[96, 1], [100, 1], [28, 1], [0, 0]])
         await store.close()
     }
 
@@ -63,18 +66,19 @@ struct StoreHistoryTests {
         await store.close()
     }
 
-    /// A new SQLite file indexes live drinks by date, and a sum reads a range of it.
-    @Test func theSumReadsTheIndexByDate() async throws {
+    /// A new SQLite file indexes live drinks by date, and history's read
+    /// takes a range of that index alone, never the table.
+    @Test func theDosesAreReadFromTheIndexAlone() async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let store = try openStore(dir)
         await store.close()
         let db = try Database(path: dir.storePath)
         let explain = try db.prepare(
-            "EXPLAIN QUERY PLAN SELECT coalesce(sum(mg), 0), count(*) FROM records WHERE deleted = 0 AND date_ms >= 1 AND date_ms < 2"
+            "EXPLAIN QUERY PLAN SELECT date_ms, mg FROM records WHERE deleted = 0 AND date_ms >= 1 AND date_ms <= 2 ORDER BY date_ms"
         )
         var plan: [String] = []
         while try explain.step() { plan.append(explain.string(3) ?? "") }
-        #expect(plan.contains { $0.contains("USING INDEX live_by_date") }, "\(plan)")
+        #expect(plan.contains { $0.contains("USING COVERING INDEX live_by_date") }, "\(plan)")
     }
 }

@@ -10,6 +10,7 @@ import math
 import os
 import random
 import uuid
+from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -195,26 +196,76 @@ def history_matches_an_independent_computation(service):
     return drinks
 
 
-def test_history_on_sqlite_equals_an_independent_computation(folder):
-    s = Service(folder, CONFIG).start()
-    try:
-        history_matches_an_independent_computation(s)
-    finally:
-        s.stop()
-
-
-@pytest.mark.skipif(server_bin() is None, reason="no PostgreSQL server (apt-get install postgresql)")
-def test_history_on_postgresql_equals_an_independent_computation(folder):
+@contextmanager
+def service_on(store, folder, config):
+    """A running service on `store`: "sqlite" (its own file) or "postgresql"
+    (a new database on a server of its own)."""
+    if store == "sqlite":
+        s = Service(folder, config).start()
+        try:
+            yield s
+        finally:
+            s.stop()
+        return
     server = PostgresServer().start()
     try:
         _, conninfo = server.new_database()
-        s = Service(folder, {**CONFIG, "store": {"postgresql": {"conninfo": conninfo}}}).start()
+        s = Service(folder, {**config, "store": {"postgresql": {"conninfo": conninfo}}}).start()
         try:
-            history_matches_an_independent_computation(s)
+            yield s
         finally:
             s.stop()
     finally:
         server.cleanup()
+
+
+STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.skipif(
+    server_bin() is None, reason="no PostgreSQL server (apt-get install postgresql)"))]
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_history_equals_an_independent_computation(store, folder):
+    with service_on(store, folder, CONFIG) as s:
+        history_matches_an_independent_computation(s)
+
+
+def sums_by_local_day(drinks, zone, first, last):
+    """Per local day of `zone` from `first` to `last`: its start, its end,
+    the mg and the number of drinks dated in it."""
+    days = []
+    for day in local_days(first, last):
+        start = datetime(day.year, day.month, day.day, tzinfo=zone).astimezone(timezone.utc)
+        following = day + timedelta(days=1)
+        end = datetime(following.year, following.month, following.day, tzinfo=zone).astimezone(timezone.utc)
+        inside = [d for d in drinks if start <= d["at"] < end]
+        days.append((start, end, sum(d["mgCaffeine"] for d in inside), len(inside)))
+    return days
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_a_new_time_zone_answers_history_in_it_at_once(store, folder):
+    """The person moves: history's next answer has the new zone's days, with
+    nothing rewritten. Kathmandu's offset (+05:45) is a quarter-hour's
+    multiple that is not an hour's; drinks every 20 minutes over three days
+    fall on either side of each zone's midnights."""
+    start = datetime(2025, 6, 1, tzinfo=timezone.utc)
+    drinks = [{"uuid": str(uuid.UUID(int=k + 1, version=4)).upper(), "mgCaffeine": 10 + k % 7,
+               "date": (start + timedelta(minutes=20 * k)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+               "at": start + timedelta(minutes=20 * k)} for k in range(3 * 72)]
+    with service_on(store, folder, CONFIG) as s:
+        load(s, drinks)
+        for zone in ("Europe/Berlin", "Asia/Kathmandu", "America/New_York", "Europe/Berlin"):
+            if zone != s.request({"op": "settings"})["settings"]["timeZone"]:
+                put = s.request({"op": "putSettings", "settings": {"timeZone": zone}})
+                assert put["ok"], put
+            reply = s.request({"op": "history", "from": "2025-05-31", "to": "2025-06-04", "by": "day"})
+            assert reply["ok"] and reply["timeZone"] == zone, reply
+            want = sums_by_local_day(drinks, ZoneInfo(zone), date(2025, 5, 31), date(2025, 6, 4))
+            got = [(stamp(b["start"]), stamp(b["end"]), b["mg"], b["drinks"]) for b in reply["buckets"]]
+            assert got == want, zone
+            offset = stamp(reply["buckets"][0]["start"]).utcoffset()
+            assert offset == want[0][0].astimezone(ZoneInfo(zone)).utcoffset(), zone
+            assert sum(b["drinks"] for b in reply["buckets"]) == len(drinks)
 
 
 def test_the_csv_export_reads_back_as_the_store_holds_it(folder):
