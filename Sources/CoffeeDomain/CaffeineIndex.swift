@@ -28,8 +28,14 @@ public struct CaffeineIndex: Sendable {
 
     private struct Entry: Sendable {
         var drink: Drink
+        /// Its UUID's slot's serial (from 1); `unslotted` for a drink put in
+        /// by `insertNew` that has no slot yet (held, its UUID in no slot),
+        /// `let go` for such a drink pruned before it got one.
         var serial: Int
     }
+
+    private static let unslotted = 0
+    private static let letGo = -1
 
     private struct Minute: Sendable {
         var weighted = 0.0
@@ -59,6 +65,8 @@ public struct CaffeineIndex: Sendable {
     private var minutes: [Int64: Minute] = [:]
     /// Each held drink's place: one lookup by UUID per insert or remove.
     private var slots: [UUIDKey: Slot] = [:]
+    /// Held drinks put in by `insertNew` that have no slot yet.
+    private var unslottedCount = 0
     private var nextSerial = 0
     /// The reference time `T` of the weights.
     private var reference: Date
@@ -68,7 +76,7 @@ public struct CaffeineIndex: Sendable {
         self.reference = reference
     }
 
-    public var count: Int { slots.count }
+    public var count: Int { slots.count + unslottedCount }
 
     /// The held drinks, in no order.
     public var drinks: [Drink] {
@@ -88,10 +96,17 @@ public struct CaffeineIndex: Sendable {
         drink.mgCaffeine * pow(2, drink.date.timeIntervalSince(reference) / halfLife)
     }
 
-    private func isHeld(_ entry: Entry) -> Bool { slots[UUIDKey(entry.drink.uuid)]?.serial == entry.serial }
+    private func isHeld(_ entry: Entry) -> Bool {
+        switch entry.serial {
+        case Self.unslotted: true
+        case Self.letGo: false
+        default: slots[UUIDKey(entry.drink.uuid)]?.serial == entry.serial
+        }
+    }
 
     /// Holds `drink`, replacing whatever its UUID held.
     public mutating func insert(_ drink: Drink) {
+        giveSlots()
         let m = Self.minute(drink.date)
         nextSerial += 1
         if let old = slots.updateValue(Slot(minute: m, serial: nextSerial), forKey: UUIDKey(drink.uuid)) { leave(old.minute) }
@@ -99,8 +114,40 @@ public struct CaffeineIndex: Sendable {
         minutes[m, default: Minute()].add(Entry(drink: drink, serial: nextSerial), weight: weight)
     }
 
+    /// Holds `drink`, whose UUID the index does not hold (the store wrote
+    /// it as a new record, `CommittedBatch.writesOnlyNewRecords`): no
+    /// lookup by UUID, and no slot until a removal or a replacement needs
+    /// one (`giveSlots`), so that a stream of new drinks costs no hashing.
+    public mutating func insertNew(_ drink: Drink) {
+        unslottedCount += 1
+        minutes[Self.minute(drink.date), default: Minute()].add(
+            Entry(drink: drink, serial: Self.unslotted), weight: weight(drink))
+    }
+
+    /// Gives every drink put in by `insertNew` its slot, so that a UUID can
+    /// be found again: once per drink at most.
+    private mutating func giveSlots() {
+        guard unslottedCount > 0 else { return }
+        var i = minutes.startIndex
+        while i != minutes.endIndex {
+            let m = minutes.keys[i]
+            for k in minutes.values[i].entries.indices where minutes.values[i].entries[k].serial == Self.unslotted {
+                nextSerial += 1
+                minutes.values[i].entries[k].serial = nextSerial
+                slots[UUIDKey(minutes.values[i].entries[k].drink.uuid)] = Slot(minute: m, serial: nextSerial)
+            }
+            i = minutes.index(after: i)
+        }
+        unslottedCount = 0
+    }
+
     /// Lets go of the drink with `uuid`, if held.
     public mutating func remove(_ uuid: UUID) {
+        giveSlots()
+        removeSlotted(uuid)
+    }
+
+    private mutating func removeSlotted(_ uuid: UUID) {
         guard let slot = slots.removeValue(forKey: UUIDKey(uuid)) else { return }
         leave(slot.minute)
     }
@@ -123,10 +170,26 @@ public struct CaffeineIndex: Sendable {
     var entryCount: Int { minutes.values.reduce(0) { $0 + $1.entries.count } }
 
     /// Lets go of every drink dated before `cutoff`.
+    /// A drink without a slot is let go where it lies, so that the prune
+    /// (once a minute) gives none a slot.
     public mutating func removeAll(datedBefore cutoff: Date) {
         let last = Self.minute(cutoff)
-        for (m, minute) in minutes where m <= last {
-            for entry in minute.entries where entry.drink.date < cutoff && isHeld(entry) { remove(entry.drink.uuid) }
+        for m in Array(minutes.keys) where m <= last {
+            guard var minute = minutes[m] else { continue }
+            var slotted: [UUID] = []
+            var letGo = 0
+            for k in minute.entries.indices where minute.entries[k].drink.date < cutoff && isHeld(minute.entries[k]) {
+                if minute.entries[k].serial == Self.unslotted {
+                    minute.entries[k].serial = Self.letGo
+                    letGo += 1
+                } else {
+                    slotted.append(minute.entries[k].drink.uuid)
+                }
+            }
+            minutes[m] = minute
+            unslottedCount -= letGo
+            for _ in 0..<letGo { leave(m) }
+            for uuid in slotted { removeSlotted(uuid) }
         }
     }
 
@@ -134,6 +197,7 @@ public struct CaffeineIndex: Sendable {
     public mutating func removeAll() {
         minutes = [:]
         slots = [:]
+        unslottedCount = 0
     }
 
     /// Drops minute `m`'s leavers and makes its sums again from its drinks.

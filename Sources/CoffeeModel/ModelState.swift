@@ -98,10 +98,15 @@ public struct ModelState: Sendable {
         // The log in order: a later write of a UUID replaces an earlier one,
         // which is what resolving it first would give, without the map.
         let cutoff = clock.now() - CaffeineModel.retention
-        for change in batch.log {
-            switch change {
-            case .added(let drink): hold(drink, cutoff: cutoff)
-            case .deleted(let tombstone): index.remove(tombstone.uuid)
+        if batch.writesOnlyNewRecords {
+            // UUIDs the store had no record of: none is held, nothing to look up or let go.
+            for case .added(let drink) in batch.log where drink.date >= cutoff { index.insertNew(drink) }
+        } else {
+            for change in batch.log {
+                switch change {
+                case .added(let drink): hold(drink, cutoff: cutoff)
+                case .deleted(let tombstone): index.remove(tombstone.uuid)
+                }
             }
         }
         anchor = batch.anchor

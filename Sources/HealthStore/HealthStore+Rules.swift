@@ -146,6 +146,7 @@ struct CommitChanges {
             replacesRecords: replacesRecords, anchors: anchors, replacesAll: replacesAll)
         batch.settings = settings
         batch.kept = kept
+        batch.writesOnlyNewRecords = !replacesRecords && !replacesAll
         return batch
     }
 }

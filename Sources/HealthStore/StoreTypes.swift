@@ -154,6 +154,11 @@ public struct CommittedBatch: Sendable, Hashable {
     /// first), so false lets `resolved()` skip its map. The store sets it;
     /// anyone else leaves it true.
     public var replacesRecords: Bool
+    /// Every change wrote a record that did not exist before the commit: a
+    /// copy of the store (the model) holds none of its UUIDs, so it need not
+    /// look them up. Only the store's own commit knows, and sets it; it is
+    /// false otherwise (another service's changes, a standby's singles).
+    public var writesOnlyNewRecords = false
     /// The anchor of each change of `log`, when they are not the anchors
     /// after `previousAnchor` one by one: a standby's commit, whose changes
     /// keep the anchors their primary gave them (docs/protocol.md §11). Nil otherwise.
@@ -203,6 +208,7 @@ public struct CommittedBatch: Sendable, Hashable {
                 anchor: end == log.count ? anchor : anchor(at: end - 1),
                 previousAnchor: start == 0 ? previousAnchor : anchor(at: start - 1), log: Array(log[start..<end]),
                 arrived: arrived, replacesRecords: replacesRecords, anchors: anchors.map { Array($0[start..<end]) })
+            page.writesOnlyNewRecords = writesOnlyNewRecords
             if end == log.count { page.kept = kept }  // the rows go with the last page, whose anchor covers them
             body(page)
         }

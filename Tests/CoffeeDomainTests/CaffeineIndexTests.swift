@@ -53,7 +53,8 @@ struct CaffeineIndexTests {
                     mgCaffeine: Double.random(in: 1...400, using: &rng),
                     date: now + Double.random(in: -30 * 3600...600, using: &rng).rounded(.down) + 0.001 * Double(step % 1000))
                 held[drink.uuid] = drink
-                index.insert(drink)
+                // A new UUID, as the store says of a new record: half go in without a slot.
+                if step % 2 == 0 { index.insertNew(drink) } else { index.insert(drink) }
             } else if roll < 0.7 {
                 let uuid = held.keys.randomElement(using: &rng)!
                 held[uuid] = nil
@@ -76,12 +77,33 @@ struct CaffeineIndexTests {
                 index.removeAll(datedBefore: cutoff)
             }
             if step % 20 == 0 { Self.agree(&index, held, at: now, "\(zone) step \(step)") }
+            #expect(index.count == held.count, "\(zone) step \(step)")
             if step % 100 == 0 {
                 // What it holds, leavers and replaced versions left out (what the model cache saves).
                 #expect(index.drinks.count == held.count && Set(index.drinks) == Set(held.values), "\(zone) step \(step)")
             }
         }
         #expect(index.count == held.count)
+    }
+
+    /// The prune lets go of drinks that never got a slot where they lie,
+    /// beside slotted ones of the same minute; those left are still found.
+    @Test func drinksWithoutASlotArePrunedWhereTheyLie() {
+        let now = Date(timeIntervalSince1970: 1_793_000_000)
+        var index = CaffeineIndex(model: CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!), reference: now)
+        // The cutoff falls 20 s into its minute: three drinks before it and one after share that minute.
+        let cutoff = now - CaffeineModel.retention
+        let old = [-10.0, -5, -3].map { Drink(mgCaffeine: 50, date: cutoff + $0) }
+        let recent =
+            [Drink(mgCaffeine: 60, date: cutoff + 5)] + (0..<2).map { Drink(mgCaffeine: 80, date: now - 3600 + Double($0)) }
+        index.insert(old[0])
+        for drink in old[1...] + recent { index.insertNew(drink) }
+        #expect(index.count == 6)
+        index.removeAll(datedBefore: cutoff)
+        #expect(index.count == 3 && Set(index.drinks) == Set(recent))
+        index.remove(recent[0].uuid)
+        #expect(index.count == 2 && Set(index.drinks) == Set(recent[1...]))
+        Self.agree(&index, Dictionary(uniqueKeysWithValues: recent[1...].map { ($0.uuid, $0) }), at: now, "after the prune")
     }
 
     @Test func theSharedVectorsComeOutTheSame() throws {

@@ -190,6 +190,32 @@ struct ModelStateTests {
         #expect(viaLog.anchor == 8)
     }
 
+    /// A commit of new records only goes in without lookups by UUID; a
+    /// later deletion or new version of those drinks still finds them, and
+    /// the prune lets old ones go.
+    @Test func newRecordsGoInWithoutLookupsAndCanStillBeFound() {
+        let f = Fixture()
+        defer { f.cleanup() }
+        var m = f.state()
+        let (a, b, c) = (f.drink(-60), f.drink(-50), f.drink(-40))
+        let old = Drink(mgCaffeine: 80, date: f.clock.now() - 40 * 86_400)  // out of the window: not held
+        var batch = CommittedBatch(anchor: 4, previousAnchor: 0, log: [.added(a), .added(b), .added(c), .added(old)])
+        batch.writesOnlyNewRecords = true
+        #expect(m.apply(batch) == .applied)
+        #expect(m.drinks == [a, b, c] && m.count == 3)
+        var b2 = b
+        b2.version = 2
+        b2.mgCaffeine = 10
+        let later = CommittedBatch(
+            anchor: 6, previousAnchor: 4, log: [.deleted(Tombstone(uuid: a.uuid, version: 1)), .added(b2)])
+        #expect(m.apply(later) == .applied)
+        #expect(m.drinks == [b2, c] && m.count == 2)
+        var direct = f.state()
+        direct.update(newDrinks: [b2, c], deletedDrinks: [], anchor: 6)
+        let (got, want) = (m.snapshot()!, direct.snapshot()!)
+        #expect(abs(got.mgCaffeine - want.mgCaffeine) < 1e-9 && got.drinksToday == want.drinksToday)
+    }
+
     /// Commits that arrived together apply together, in order, up to the
     /// first that does not follow on; the rest are left to the catch-up.
     @Test func arrivedCommitsApplyTogetherUpToAGap() {

@@ -173,6 +173,7 @@ struct StoreRulesTests {
         _ = try await store.save([drink(a.uuid, mg: 50, at: 1, version: 2)])  // a newer version of a stored drink
         let batches = recorder.batches
         #expect(batches.map(\.replacesRecords) == [false, false, true, true])
+        #expect(batches.map(\.writesOnlyNewRecords) == [true, true, false, false])
         let third = batches[2].resolved()
         #expect(third.added == [c2] && third.deleted == [Tombstone(uuid: b.uuid, version: 1)])
         // Each change carries its own anchor: c's second write (the third
