@@ -255,7 +255,8 @@ struct StoreDurabilityTests {
 
     /// A version-2 file goes through version 3, which dropped its index of
     /// live drinks by date, to version 4, which makes it again for history's
-    /// sums; every row is kept and reads by date answer.
+    /// sums, and to version 8's form of it; every row is kept and reads by
+    /// date answer.
     @Test func versionTwoFileComesToVersionFourWithItsDateIndex() async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
@@ -272,6 +273,9 @@ struct StoreDurabilityTests {
         let db = try Database(path: dir.storePath)
         #expect(try db.scalar("PRAGMA user_version") == StoreSchema.currentVersion)
         #expect(try db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'live_by_date'") == 1)
+        // Version 8's form, which covers history's read (`StoreSchema.liveByDate`).
+        let made = try db.prepare("SELECT sql FROM sqlite_schema WHERE name = 'live_by_date'")
+        #expect(try made.step() && made.string(0).map { $0 + ";" } == StoreSchema.liveByDate)
         #expect(try db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'tombstones_by_time'") == 1)
         #expect(try db.scalar("SELECT count(*) FROM records") == 2)
     }
