@@ -41,13 +41,6 @@ public struct HistoryCurve: Sendable {
         public var drinks: Int
         public var peakMg: Double
         public var secondsOverThreshold: Double
-
-        public init(mg: Double, drinks: Int, peakMg: Double, secondsOverThreshold: Double) {
-            self.mg = mg
-            self.drinks = drinks
-            self.peakMg = peakMg
-            self.secondsOverThreshold = secondsOverThreshold
-        }
     }
 
     /// Each bucket's measure, from `doses` in date order, which must hold

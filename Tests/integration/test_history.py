@@ -1,5 +1,5 @@
 """docs/protocol.md §15: history by day, week and month in the person's time
-zone, computed in the store, on both stores, against an independent
+zone, from one read of the store, on both stores, against an independent
 computation here: Python's zoneinfo for the buckets (a year of Europe/Berlin
 with both changes of daylight saving time: a day of 23 hours, one of 25),
 §3's formula for the peaks and the hours over the sleep threshold; the CSV
