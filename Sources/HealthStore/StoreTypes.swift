@@ -222,7 +222,9 @@ public struct CommittedBatch: Sendable, Hashable {
     /// and what `changes` read from the store after the commit gives.
     /// Resolves on every call.
     public func resolved() -> AnchoredChanges {
-        let anchored = log.enumerated().lazy.map { (anchor: self.anchor(at: $0.offset), change: $0.element) }
+        // By index, not `enumerated()`: a lazy map of that reports no count, and
+        // `AnchoredChanges.init` reserves by the count (growing a page of 5,000 copies it).
+        let anchored = log.indices.lazy.map { (anchor: self.anchor(at: $0), change: self.log[$0]) }
         var changes: AnchoredChanges
         if replacesRecords {
             var last: [UUIDKey: Int64] = [:]
