@@ -1,9 +1,10 @@
 import CSQLite
 import Foundation
 
-/// SQLite's own name for "copy the bytes now": a C macro Swift cannot import.
+/// SQLite's own name for "the bytes stay where they are until the binding
+/// is cleared" (`BindArena`): a C macro Swift cannot import.
 // swift-format-ignore: AlwaysUseLowerCamelCase
-let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+let SQLITE_STATIC: sqlite3_destructor_type? = nil
 
 /// One SQLite connection. Not thread-safe: one owner at a time
 /// (the store's executor thread).

@@ -6,6 +6,8 @@ public final class Statement {
     let handle: OpaquePointer
     unowned let database: Database
     let sql: String
+    /// Where text and blobs are bound from, until `reset()`.
+    private var arena = BindArena()
 
     init(_ handle: OpaquePointer, database: Database, sql: String) {
         self.handle = handle
@@ -19,7 +21,11 @@ public final class Statement {
     public func reset() {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
+        arena.rewind()
     }
+
+    /// Bytes the statement keeps until the next `reset()` (for tests).
+    var boundCapacity: Int { arena.capacity }
 
     public func bind(_ index: Int32, _ value: Int64) throws(SQLiteError) {
         try check(sqlite3_bind_int64(handle, index, value), "binding \(index)")
@@ -30,16 +36,21 @@ public final class Statement {
     }
 
     public func bind(_ index: Int32, _ value: String?) throws(SQLiteError) {
-        guard let value else { return try check(sqlite3_bind_null(handle, index), "binding \(index)") }
-        // withCString lends a native string's own bytes; passing the String
-        // to the C parameter copied it into a new array for every bind.
-        let rc = value.withCString { sqlite3_bind_text(handle, index, $0, -1, SQLITE_TRANSIENT) }
-        try check(rc, "binding \(index)")
+        guard var value else { return try check(sqlite3_bind_null(handle, index), "binding \(index)") }
+        // withUTF8 lends a native string's own bytes (passing the String to
+        // the C parameter copied it into a new array for every bind); the
+        // arena keeps a copy for SQLite to read in place.
+        let text = value.withUTF8 { arena.keep(UnsafeRawBufferPointer($0)) }
+        let count = value.utf8.count
+        try check(
+            sqlite3_bind_text(handle, index, text.assumingMemoryBound(to: CChar.self), Int32(count), SQLITE_STATIC),
+            "binding \(index)")
     }
 
+    /// A buffer without an address binds NULL, as SQLite's own call does.
     public func bind(_ index: Int32, bytes: UnsafeRawBufferPointer) throws(SQLiteError) {
-        try check(
-            sqlite3_bind_blob(handle, index, bytes.baseAddress, Int32(bytes.count), SQLITE_TRANSIENT), "binding \(index)")
+        let blob = bytes.baseAddress == nil ? nil : arena.keep(bytes)
+        try check(sqlite3_bind_blob(handle, index, blob, Int32(bytes.count), SQLITE_STATIC), "binding \(index)")
     }
 
     public func bindNull(_ index: Int32) throws(SQLiteError) {
