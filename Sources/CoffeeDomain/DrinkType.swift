@@ -45,7 +45,7 @@ public struct DrinkType: RawRepresentable, Sendable, Codable, Hashable {
     public init?(name: UnsafeBufferPointer<UInt8>) {
         for type in Self.builtIn {
             var raw = type.rawValue
-            if raw.withUTF8({ $0.elementsEqual(name) }) {
+            if raw.withUTF8({ UnsafeRawBufferPointer($0).sameBytes(as: UnsafeRawBufferPointer(name)) }) {
                 self = type
                 return
             }

@@ -215,7 +215,7 @@ private struct SeenNames {
         if large != nil { return large!.insert(Array(name)).inserted }
         for k in 0..<firstCount where Self.equal(first[k], name, text) { return false }
         for range in ranges where Self.equal(range, name, text) { return false }
-        for copy in copies where copy.count == name.count && copy.elementsEqual(name) { return false }
+        for copy in copies where copy.withUnsafeBytes({ $0.sameBytes(as: UnsafeRawBufferPointer(name)) }) { return false }
         if inText, let start = name.baseAddress, let base = text.baseAddress {
             let offset = start - base
             if firstCount < first.count {
@@ -237,7 +237,6 @@ private struct SeenNames {
 
     private static func equal(_ range: Range<Int>, _ name: UnsafeBufferPointer<UInt8>, _ text: UnsafeBufferPointer<UInt8>) -> Bool
     {
-        range.count == name.count
-            && (name.isEmpty || memcmp(text.baseAddress! + range.lowerBound, name.baseAddress!, name.count) == 0)
+        UnsafeRawBufferPointer(text.extracting(range)).sameBytes(as: UnsafeRawBufferPointer(name))
     }
 }

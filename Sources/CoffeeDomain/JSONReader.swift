@@ -131,8 +131,8 @@ public struct JSONKey {
     public let bytes: UnsafeBufferPointer<UInt8>
 
     public static func == (key: JSONKey, name: StaticString) -> Bool {
-        key.bytes.count == name.utf8CodeUnitCount
-            && (key.bytes.isEmpty || memcmp(key.bytes.baseAddress!, name.utf8Start, key.bytes.count) == 0)
+        UnsafeRawBufferPointer(key.bytes).sameBytes(
+            as: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
     }
 }
 

@@ -87,6 +87,20 @@ struct JSONReaderTests {
                 || foundationAccepts.contains(text))
     }
 
+    /// The bytes compared by length, then all of them: a prefix is not equal.
+    @Test func sameBytesNeedsTheSameLengthAndEveryByte() {
+        func same(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+            a.withUnsafeBytes { a in b.withUnsafeBytes { a.sameBytes(as: $0) } }
+        }
+        #expect(same(Array("drink.add".utf8), Array("drink.add".utf8)))
+        #expect(!same(Array("drink.add".utf8), Array("drink.adds".utf8)))
+        #expect(!same(Array("drink.add".utf8), Array("drink.ado".utf8)))
+        #expect(!same(Array("Drink.add".utf8), Array("drink.add".utf8)))
+        #expect(same([], []))
+        #expect(!same([], [0]))
+        #expect(UnsafeRawBufferPointer(start: nil, count: 0).sameBytes(as: UnsafeRawBufferPointer(start: nil, count: 0)))
+    }
+
     /// A key given twice is refused, naming the key, wherever the names
     /// lie (in place, escaped, past the set's threshold); the configuration
     /// file's reading keeps both so that its error can name the key's path.
@@ -104,6 +118,12 @@ struct JSONReaderTests {
                 try JSONReader.parse(Data(text.utf8))
             }
         }
+        // Past the first 8 names, the ranges kept in an array.
+        let twelve = (0..<12).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
+        #expect(throws: JSONReader.SyntaxError(message: "key \"k10\" is given twice", offset: 89)) {
+            try JSONReader.parse(Data("{\(twelve),\"k10\":0}".utf8))
+        }
+        #expect(try JSONReader.parse(Data("{\(twelve),\"k100\":0}".utf8))[member: "k100"] == .int(0))
         // Many names: past 32 the names go into a set, and a repeat is still found.
         let many = (0..<100).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
         #expect(try JSONReader.parse(Data("{\(many)}".utf8))[member: "k99"] == .int(99))

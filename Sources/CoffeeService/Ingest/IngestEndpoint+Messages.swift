@@ -42,8 +42,10 @@ extension IngestEndpoint {
                 throw ValidationError(
                     rule: "message must be two frames (topic, body) or one frame \"topic body\"; got \(frames.count) frames")
             }
-            if topic.elementsEqual(addTopic) { return .drinks(try decoder.drinks(json: body, now: now, source: source)) }
-            if topic.elementsEqual(deleteTopic) { return .deletions(try decoder.deletions(json: body)) }
+            if addTopic.withUnsafeBytes({ topic.sameBytes(as: $0) }) {
+                return .drinks(try decoder.drinks(json: body, now: now, source: source))
+            }
+            if deleteTopic.withUnsafeBytes({ topic.sameBytes(as: $0) }) { return .deletions(try decoder.deletions(json: body)) }
             throw ValidationError(
                 rule: "unknown topic \"\(String(decoding: topic.prefix(64), as: UTF8.self))\"; expected drink.add or drink.delete"
             )
