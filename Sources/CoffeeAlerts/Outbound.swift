@@ -15,6 +15,14 @@ public struct Outbound: Sendable {
     /// Each receiver's pending alerts as last read from the store, for a
     /// report that must not wait for the store (an inbox file holds it).
     private let pendingRead = LatestValue<[String: Int]>([:])
+    /// The read of them on the store's thread now, if one is: at most one
+    /// at a time, however many reports wait for it.
+    private let reading = LatestValue<HealthStore.Job<Void>?>(nil)
+    /// How long a report waits for that read before it answers with the
+    /// counts as last read: a read queued behind an inbox file's
+    /// transaction (one for the whole file) or a stalled store's thread
+    /// finishes when the store is free, and the next report has it.
+    static let storeWait: Duration = .milliseconds(250)
 
     public init(lease: TellerLease, alerts: AlertService, deliverers: [OutboxDeliverer], mqtt: MQTTPublisher?) {
         self.lease = lease
@@ -78,23 +86,45 @@ public struct Outbound: Sendable {
         }
     }
 
+    /// Waits at most `storeWait` for the store (`stats`, `/metrics` and
+    /// `/readyz` answer while an inbox file holds it).
     ///
     /// - Parameter readingStore: false while the store is held by an
-    ///   inbox file: the pending counts as last read.
+    ///   inbox file: the pending counts as last read, without a read.
     public func report(_ store: HealthStore, readingStore: Bool = true) async -> Report {
-        var pending = pendingRead.value
         if readingStore {
-            let summary = (try? await store.outboxSummary()) ?? [:]
-            for deliverer in deliverers {
-                pending[deliverer.receiver.name] = summary.filter { deliverer.receiver.owns($0.key) }.reduce(0) {
-                    $0 + $1.value.count
-                }
+            let job = startReading(store)
+            let deadline = ContinuousClock.now + Self.storeWait
+            // A cancelled sleep returns at once: stop waiting rather than spin.
+            while !job.isDone, ContinuousClock.now < deadline, !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(2))
             }
-            pendingRead.set(pending)
         }
+        let pending = pendingRead.value
         return Report(
             told: await alerts.told, teller: lease.isHeld,
             receivers: deliverers.map { ($0.receiver.name, pending[$0.receiver.name] ?? 0, $0.current) },
             mqtt: mqtt?.current)
+    }
+
+    /// The read in progress, or a new one: on the store's thread, it sets
+    /// the counts as last read when it is done.
+    private func startReading(_ store: HealthStore) -> HealthStore.Job<Void> {
+        let (pendingRead, deliverers) = (self.pendingRead, self.deliverers)
+        return reading.update { current in
+            if let current, !current.isDone { return current }
+            let job = store.started { store in
+                guard let summary = try? store.outboxSummary() else { return }
+                var pending = pendingRead.value
+                for deliverer in deliverers {
+                    pending[deliverer.receiver.name] = summary.filter { deliverer.receiver.owns($0.key) }.reduce(0) {
+                        $0 + $1.value.count
+                    }
+                }
+                pendingRead.set(pending)
+            }
+            current = job
+            return job
+        }
     }
 }

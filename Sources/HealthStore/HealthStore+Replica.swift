@@ -173,6 +173,9 @@ extension HealthStore {
             done.signal()
         }
 
+        /// Whether the work is done (`wait()` would return at once).
+        public var isDone: Bool { result.withLock { $0 != nil } }
+
         /// Waits until the work is done, then returns or throws what it did;
         /// again at once on a later call.
         public func wait() throws -> T {

@@ -112,6 +112,44 @@ def test_systemd_hears_ready_status_a_watchdog_that_stops_when_the_store_stalls_
         listener.close()
 
 
+def test_ping_stats_readyz_and_metrics_answer_while_the_store_is_held(folder):
+    """An inbox file's transaction holds the store's thread for the whole
+    file (minutes for a large Health export), as a wedged fsync does: the
+    service's own questions answer meanwhile, from what the store last
+    committed (`ping` waited for the whole file before)."""
+    s = Service(folder)
+    s.env = {"COFFEE_TRACKER_TEST_HOOKS": "1"}
+    s.start()
+    try:
+        assert s.request({"op": "add", "drinks": [drink() for _ in range(3)]})["ok"]
+        anchor = s.request({"op": "ping"})["anchor"]
+        assert anchor == 3
+        assert "coffee_tracker_alerts_pending" in http(s, "/metrics")[1]  # read from the store once: its counts are known
+        stalled_at = time.monotonic()
+        s.process.send_signal(signal.SIGUSR1)  # the store's thread stalls for 5 s (a test hook)
+        time.sleep(0.5)
+        assert http(s, "/healthz", timeout=10)[0] == 503  # held: the store's thread does not answer
+
+        def answered(ask):
+            started = time.monotonic()
+            reply = ask()
+            return reply, time.monotonic() - started
+
+        ping, took = answered(lambda: s.request({"op": "ping"}, timeout_ms=4000))
+        assert ping["ok"] and ping["anchor"] == anchor and took < 2, (ping, took)
+        stats, took = answered(lambda: s.request({"op": "stats"}, timeout_ms=4000))
+        assert stats["ok"] and stats["anchor"] == anchor and took < 2, (stats, took)
+        (status, body), took = answered(lambda: http(s, "/readyz", timeout=4))
+        assert status == 200 and body.startswith("ready") and took < 2, (status, body, took)
+        (status, text), took = answered(lambda: http(s, "/metrics", timeout=4))
+        assert status == 200 and f"coffee_tracker_anchor {anchor}" in text and took < 2, (status, took)
+        assert time.monotonic() - stalled_at < 4.5, "the answers came only after the stall"
+        wait_until(lambda: http(s, "/healthz")[0] == 200, timeout=10, what="the store's thread to answer again")
+        assert s.request({"op": "add", "drinks": [drink()]})["anchor"] == anchor + 1
+    finally:
+        s.stop()
+
+
 def test_metrics_parse_and_agree_with_the_query_endpoint(service):
     sub = subscriber(service, topics=(b"changes",))  # `changes` is written (and its delay timed) for a subscriber
     pub, _ = publisher(service)

@@ -155,7 +155,7 @@ public struct QueryHandler: Sendable {
         }
         switch op {
         case .ping:
-            let (anchor, identity) = try await identified { await store.anchor }
+            let (anchor, identity) = try await identified { store.committedAnchor }
             return .object([("ok", true)] + identity.members + [("anchor", .int(anchor))])
         case .changes: return try await changes(request)
         case .model: return try await modelReply(request)
