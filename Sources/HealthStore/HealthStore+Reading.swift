@@ -6,10 +6,6 @@ extension HealthStore {
     /// The store's current anchor: that of its last change.
     public var anchor: Int64 { currentAnchor }
 
-    /// The same anchor, from any thread without waiting for the store's:
-    /// `ping` answers while an inbox file's transaction holds the store.
-    public nonisolated var committedAnchor: Int64 { figures.anchor.load(ordering: .relaxed) }
-
     /// Changes after `since`, in anchor order, at most `limit` of them.
     ///
     /// - Parameters:

@@ -40,8 +40,7 @@ public final class Statement {
         // withUTF8 lends a native string's own bytes (passing the String to
         // the C parameter copied it into a new array for every bind); the
         // arena keeps a copy for SQLite to read in place.
-        let text = value.withUTF8 { arena.keep(UnsafeRawBufferPointer($0)) }
-        let count = value.utf8.count
+        let (text, count) = value.withUTF8 { (arena.keep(UnsafeRawBufferPointer($0)), $0.count) }
         try check(
             sqlite3_bind_text(handle, index, text.assumingMemoryBound(to: CChar.self), Int32(count), SQLITE_STATIC),
             "binding \(index)")

@@ -155,7 +155,9 @@ public struct QueryHandler: Sendable {
         }
         switch op {
         case .ping:
-            let (anchor, identity) = try await identified { store.committedAnchor }
+            // As of the last commit, without waiting for the store's thread
+            // (an inbox file's transaction holds it for the whole file).
+            let (anchor, identity) = try await identified { store.statistics().anchor }
             return .object([("ok", true)] + identity.members + [("anchor", .int(anchor))])
         case .changes: return try await changes(request)
         case .model: return try await modelReply(request)
