@@ -63,17 +63,37 @@ def midnight_ms(day):
     return int(datetime(day.year, day.month, day.day, tzinfo=BERLIN).timestamp() * 1000)
 
 
-def shell_script(first, last):
-    """The days as a table, each one's sums over the index by date."""
+# A day's live drinks in a file of schema 9: those in the index by date, and
+# those above `date_indexed` a small commit left out of it (the service's read,
+# `SQLDialect.liveByDate`); a file of schema 8 or older has the index alone.
+DAY_LIVE = "deleted = 0 AND date_ms >= lo AND date_ms < hi"
+DAY_PARTS = {
+    True: [f"{DAY_LIVE} AND indexed = 1",
+           f"anchor > (SELECT value FROM meta WHERE key = 'date_indexed') AND indexed = 0 AND {DAY_LIVE}"],
+    False: [DAY_LIVE],
+}
+
+
+def defers_date_index(path):
+    """Whether a store file has schema 9's `indexed` column."""
+    out = subprocess.run(["sqlite3", path, "SELECT count(*) FROM pragma_table_info('records') WHERE name = 'indexed'"],
+                         capture_output=True, text=True, check=True)
+    return out.stdout.strip() == "1"
+
+
+def shell_script(first, last, deferred=True):
+    """The days as a table, each one's sums over the index by date (and
+    the drinks not in it yet, in a file that defers it)."""
     rows = []
     day = first
     while day <= last:
         rows.append(f"({midnight_ms(day)},{midnight_ms(day + timedelta(days=1))})")
         day += timedelta(days=1)
+    total = " + ".join(f"(SELECT total(mg) FROM records WHERE {part})" for part in DAY_PARTS[deferred])
+    count = " + ".join(f"(SELECT count(*) FROM records WHERE {part})" for part in DAY_PARTS[deferred])
     return ("CREATE TEMP TABLE days(lo INTEGER PRIMARY KEY, hi INTEGER);\n"
             f"INSERT INTO days VALUES {','.join(rows)};\n"
-            "SELECT lo, (SELECT coalesce(sum(mg), 0) || '|' || count(*) FROM records\n"
-            "  WHERE deleted = 0 AND date_ms >= lo AND date_ms < hi) FROM days ORDER BY lo;\n")
+            f"SELECT lo, ({total}) || '|' || ({count}) FROM days ORDER BY lo;\n")
 
 
 def alternated(first, second, trials):
@@ -106,7 +126,7 @@ def measure(service, first, last, trials, label):
         return len(reply["buckets"])
 
     backup = service.client.backup(f"history-{int(time.time() * 1000)}.sqlite")
-    script = shell_script(first, last)
+    script = shell_script(first, last, defers_date_index(backup["file"]))
 
     def shell():
         out = subprocess.run(["sqlite3", backup["file"]], input=script, capture_output=True, text=True, check=True)

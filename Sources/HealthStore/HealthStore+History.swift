@@ -6,7 +6,8 @@ extension HealthStore {
     /// The date and mg of the live drinks dated in `range`, oldest first:
     /// what history's sums and curve are computed from
     /// (`HistoryCurve.measure`), read from the index of live drinks by date
-    /// alone (`live_by_date` covers both), on SQLite and PostgreSQL alike.
+    /// (`live_by_date` covers both), on SQLite and PostgreSQL alike; on
+    /// SQLite with the drinks not in it yet, by anchor (`DateIndexDeferral`).
     public func doses(datedIn range: ClosedRange<Date>) throws -> [HistoryCurve.Dose] {
         guard isOpen else { throw StoreError.closed }
         return try reading {

@@ -40,6 +40,13 @@
             afterBackupChunk = hook
         }
 
+        /// The first column of `sql`'s first row, read on the store's own
+        /// connection (a second one finds the file locked).
+        public func scalar(_ sql: String) throws -> Int64? {
+            guard let db else { throw StoreError.closed }
+            return try db.scalar(sql)
+        }
+
         /// The WAL's automatic checkpoint now, in pages (0: off).
         public func autoCheckpointPages() throws -> Int64 {
             guard let db else { throw StoreError.closed }

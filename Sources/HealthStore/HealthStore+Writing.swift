@@ -92,7 +92,9 @@ extension HealthStore {
     /// one bad batch cannot fail the others.
     func commitEntries(_ entries: [Entry]) {
         let outcome = commit(arrived: entries.lazy.map(\.waiter.arrived).min()) { changes in
-            changes.reserve(entries.reduce(0) { $0 + $1.changes })
+            let count = entries.reduce(0) { $0 + $1.changes }
+            changes.reserve(count)
+            statements.deferringDateIndex = count <= DateIndexDeferral.largestDeferred
             return try entries.map { try write($0.waiter.batch, into: &changes) }
         } delivered: { results in
             for (entry, result) in zip(entries, results) { reply(entry.waiter, result) }

@@ -24,6 +24,9 @@ protocol RecordConnection: AnyObject {
     func inTransaction<T>(opening: String, _ body: (Int64?) throws -> T, closing: () -> String?) throws -> T
     /// Rows the last statement inserted, updated or deleted.
     var changes: Int { get }
+    /// Rows every statement so far inserted, updated or deleted (SQLite's;
+    /// PostgreSQL's, whose index by date takes every drink at once, is 0).
+    var totalChanges: Int { get }
     /// Whether the upsert just run inserted its row rather than replacing
     /// one; false when the database cannot tell (a replacement is the safe guess).
     func insertedRow(at anchor: Int64) -> Bool
@@ -73,6 +76,36 @@ enum SQLDialect: Sendable {
     /// Several services may write the store at once: anchors come from the
     /// counter row, under its lock (`Statements.lockAnchor`).
     var isShared: Bool { self == .postgresql }
+
+    /// SQLite's small commits leave their drinks out of the index by date
+    /// for a later commit to add (`StoreSchema.deferredDateIndex`).
+    var defersDateIndex: Bool { self == .sqlite }
+
+    /// `indexed` in a record's insert: its column, its value (`value`, a
+    /// parameter), and its update in an upsert; nothing for PostgreSQL.
+    func indexedColumn(value: String) -> (column: String, value: String, update: String) {
+        defersDateIndex ? (", indexed", ", \(value)", ", indexed = excluded.indexed") : ("", "", "")
+    }
+
+    /// `columns` of the live drinks whose date `condition` holds, in
+    /// `order`, at most `limit` of them: a range of the index by date and,
+    /// on SQLite, the drinks above `date_indexed` it does not hold yet
+    /// (`StoreSchema.deferredDateIndex`), a thousand rows or so by anchor.
+    /// `order` must name result columns.
+    func liveByDate(_ columns: String, where condition: String, order: String, limit: String? = nil) -> String {
+        let limited = limit.map { " LIMIT \($0)" } ?? ""
+        guard defersDateIndex else {
+            return "SELECT \(columns) FROM records WHERE deleted = 0 AND \(condition) ORDER BY \(order)\(limited)"
+        }
+        return """
+            SELECT \(columns) FROM records WHERE deleted = 0 AND indexed = 1 AND \(condition)
+            UNION ALL
+            SELECT \(columns) FROM records
+            WHERE anchor > (SELECT value FROM meta WHERE key = 'date_indexed') AND indexed = 0 AND deleted = 0
+                AND \(condition)
+            ORDER BY \(order)\(limited)
+            """
+    }
 
     /// The `VALUES` lists `insertNew` takes at once, largest first (none:
     /// `arrayInsert` takes any number). One statement of many rows keeps
@@ -163,6 +196,7 @@ extension Connection: RecordConnection {
         try transaction(opening: opening, { try body($0.flatMap { $0.rows > 0 ? $0.int64(0, 0) : nil }) }, closing: closing)
     }
     func insertedRow(at anchor: Int64) -> Bool { false }  // the upsert's RETURNING says (`SQLDialect.upsertReturning`)
+    var totalChanges: Int { 0 }
     func forgetLastInsert() {}
 }
 

@@ -23,6 +23,9 @@ protocol RecordStatements: AnyObject, Sendable {
     var insertedInRuns: Int { get }
     var runsUndone: Int { get }
     func transaction<T>(_ body: () throws -> T) throws -> T
+    /// Whether the commit under way leaves its drinks out of SQLite's index
+    /// by date (`DateIndexDeferral`); false again once it ends.
+    var deferringDateIndex: Bool { get set }
     func lockAnchor() -> Int64?
     func advanceAnchor(to anchor: Int64)
     func upsert(_ drink: Drink, anchor: Int64, now: Int64) throws -> RecordUpsert

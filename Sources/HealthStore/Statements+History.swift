@@ -3,19 +3,17 @@ import Foundation
 
 /// History's read (docs/protocol.md §15): the doses its sums and its curve
 /// are computed from, from the index of live drinks by date (`live_by_date`,
-/// which holds the date and the mg), never the table.
+/// which holds the date and the mg), never the table but for the few rows
+/// a small commit left out of the index (`SQLDialect.liveByDate`).
 extension Statements {
     /// The date and mg of the live drinks dated from `from` to `to`, both
     /// included, in date order: what history's curve needs, read from the
-    /// index without the table (SQLite's holds `deleted` too, which the
-    /// query names: without it, SQLite 3.40 read each drink's row).
+    /// index without the table (SQLite's holds `deleted` and `indexed` too,
+    /// which the query names: without them, SQLite 3.40 read each drink's row).
     func doses(from: Int64, to: Int64) throws -> [(dateMs: Int64, mg: Double)] {
         let p = dialect.p
         let s = try cached(
-            """
-            SELECT date_ms, mg FROM records
-            WHERE deleted = 0 AND date_ms >= \(p(1)) AND date_ms <= \(p(2)) ORDER BY date_ms
-            """)
+            dialect.liveByDate("date_ms, mg", where: "date_ms >= \(p(1)) AND date_ms <= \(p(2))", order: "date_ms"))
         try s.bind(1, from)
         try s.bind(2, to)
         defer { s.reset() }

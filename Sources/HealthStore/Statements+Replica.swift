@@ -10,14 +10,15 @@ extension Statements {
     func replicate(_ change: CommittedBatch.Change, anchor: Int64, now: Int64) throws {
         if replicaStatement == nil {
             let p = dialect.p
+            let indexed = dialect.indexedColumn(value: "1")  // a standby's drinks go into its index at once
             replicaStatement = try db.statement(
                 """
-                INSERT INTO records(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms)
-                VALUES (\(p(1)), \(p(2)), \(p(9)), \(p(3)), \(p(4)), \(p(5)), \(p(6)), \(p(7)), \(p(8)))
+                INSERT INTO records(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms\(indexed.column))
+                VALUES (\(p(1)), \(p(2)), \(p(9)), \(p(3)), \(p(4)), \(p(5)), \(p(6)), \(p(7)), \(p(8))\(indexed.value))
                 ON CONFLICT(uuid) DO UPDATE SET
                     version = excluded.version, deleted = excluded.deleted, anchor = excluded.anchor,
                     date_ms = excluded.date_ms, mg = excluded.mg, type = excluded.type,
-                    source = excluded.source, changed_ms = excluded.changed_ms
+                    source = excluded.source, changed_ms = excluded.changed_ms\(indexed.update)
                 """)
         }
         let s = replicaStatement!

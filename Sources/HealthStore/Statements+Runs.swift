@@ -39,6 +39,7 @@ extension Statements {
             for (k, (drink, anchor)) in zip(drinks, anchors).enumerated() {
                 try bindRecord(drink, anchor: anchor, now: now, to: s, from: Int32(8 * k + 1))
             }
+            try bindIndexed(Int32(8 * drinks.count + 1), to: s, anchor: anchors.last!)
         }
         try s.run()
         guard db.changes == drinks.count else {

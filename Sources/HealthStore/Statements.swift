@@ -33,6 +33,8 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
     private var advancedTo: Int64?
     /// A standby's write (`Statements+Replica.swift`), prepared at its first use.
     var replicaStatement: Statement?
+    /// SQLite's drinks not yet in the index by date (`Statements+DateIndex.swift`).
+    var dateIndex = DateIndexDeferral()
     /// The statements of reads and maintenance, by their text, prepared at
     /// first use (a PostgreSQL session keeps each until it ends).
     private var prepared: [String: Statement] = [:]
@@ -43,25 +45,29 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
         self.db = db
         let p = db.dialect.p
         // Stored when no record exists, or replaces one with a lower version
-        // (reviving a tombstone too).
+        // (reviving a tombstone too). In or out of the index by date as the
+        // commit decides (`deferDateIndex`), in parameter 9.
+        let indexed = db.dialect.indexedColumn(value: p(9))
         upsertStatement = try db.statement(
             """
-            INSERT INTO records(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms)
-            VALUES (\(p(1)), \(p(2)), 0, \(p(3)), \(p(4)), \(p(5)), \(p(6)), \(p(7)), \(p(8)))
+            INSERT INTO records(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms\(indexed.column))
+            VALUES (\(p(1)), \(p(2)), 0, \(p(3)), \(p(4)), \(p(5)), \(p(6)), \(p(7)), \(p(8))\(indexed.value))
             ON CONFLICT(uuid) DO UPDATE SET
                 version = excluded.version, deleted = 0, anchor = excluded.anchor,
                 date_ms = excluded.date_ms, mg = excluded.mg, type = excluded.type,
-                source = excluded.source, changed_ms = excluded.changed_ms
+                source = excluded.source, changed_ms = excluded.changed_ms\(indexed.update)
             WHERE excluded.version > records.version \(db.dialect.upsertReturning?.clause ?? "")
             """)
         for rows in db.dialect.insertRuns {
+            // Every row's `indexed` is the one parameter after their eight each.
+            let indexed = db.dialect.indexedColumn(value: p(8 * rows + 1))
             let values = (0..<rows).map { k in
                 let n = 8 * k
                 return
-                    "(\(p(n + 1)), \(p(n + 2)), 0, \(p(n + 3)), \(p(n + 4)), \(p(n + 5)), \(p(n + 6)), \(p(n + 7)), \(p(n + 8)))"
+                    "(\(p(n + 1)), \(p(n + 2)), 0, \(p(n + 3)), \(p(n + 4)), \(p(n + 5)), \(p(n + 6)), \(p(n + 7)), \(p(n + 8))\(indexed.value))"
             }
             insertStatements[rows] = try db.statement(
-                "INSERT OR IGNORE INTO records(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms) VALUES "
+                "INSERT OR IGNORE INTO records(uuid, version, deleted, anchor, date_ms, mg, type, source, changed_ms\(indexed.column)) VALUES "
                     + values.joined(separator: ", "))
         }
         arrayInsertStatement = try db.dialect.arrayInsert.map { try db.statement($0) }
@@ -113,7 +119,7 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
     /// (`lockAnchor`); it sets the row to the commit's last anchor and
     /// notifies the other services in COMMIT's (`advanceAnchor`).
     func transaction<T>(_ body: () throws -> T) throws -> T {
-        guard dialect.isShared else { return try db.inTransaction(body) }
+        guard dialect.isShared else { return try transactionSettlingDateIndex(body) }
         advancedTo = nil
         defer { (lockedAnchor, advancedTo) = (nil, nil) }
         return try db.inTransaction(opening: "SELECT value FROM meta WHERE key = 'anchor' FOR UPDATE") { locked in
@@ -143,6 +149,7 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
     func upsert(_ drink: Drink, anchor: Int64, now: Int64) throws -> RecordUpsert {
         let s = upsertStatement!
         try bindRecord(drink, anchor: anchor, now: now, to: s, from: 1)
+        if dialect.defersDateIndex { try bindIndexed(9, to: s, anchor: anchor) }
         if let returning = dialect.upsertReturning {
             defer { s.reset() }
             guard try s.step() else { return .unchanged }  // the version was not lower: no row
@@ -216,10 +223,9 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
     func drinks(from: Int64, to: Int64) throws -> [Drink] {
         let p = dialect.p
         let s = try cached(
-            """
-            SELECT uuid, version, deleted, anchor, date_ms, mg, type, source FROM records
-            WHERE deleted = 0 AND date_ms BETWEEN \(p(1)) AND \(p(2)) ORDER BY date_ms
-            """)
+            dialect.liveByDate(
+                "uuid, version, deleted, anchor, date_ms, mg, type, source",
+                where: "date_ms BETWEEN \(p(1)) AND \(p(2))", order: "date_ms"))
         try s.bind(1, from)
         try s.bind(2, to)
         defer { s.reset() }
@@ -234,11 +240,10 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
         let p = dialect.p
         // Keyset paging by (date, UUID): each page a range of the index by date, ties in UUID order.
         let s = try cached(
-            """
-            SELECT uuid, version, deleted, anchor, date_ms, mg, type, source FROM records
-            WHERE deleted = 0 AND date_ms >= \(p(1)) AND (date_ms > \(p(1)) OR uuid > \(p(2)))
-            ORDER BY date_ms, uuid LIMIT \(p(3))
-            """)
+            dialect.liveByDate(
+                "uuid, version, deleted, anchor, date_ms, mg, type, source",
+                where: "date_ms >= \(p(1)) AND (date_ms > \(p(1)) OR uuid > \(p(2)))", order: "date_ms, uuid",
+                limit: p(3)))
         let cursor = cursor ?? .before(dateMs: .min)
         try s.bind(1, cursor.dateMs)
         try s.bind(2, uuid: cursor.uuid)

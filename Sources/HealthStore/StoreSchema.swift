@@ -7,7 +7,7 @@ import SQLite
 enum StoreSchema {
     /// "CofT" in ASCII.
     static let applicationID: Int64 = 0x436F_6654
-    static let currentVersion: Int64 = 8
+    static let currentVersion: Int64 = 9
 
     /// The current schema, for a new file.
     ///
@@ -30,7 +30,9 @@ enum StoreSchema {
     /// their anchors and the rules' turns (`keptAnchors`), so that the feed
     /// and a standby carry them (docs/protocol.md §15, "In the feed").
     /// Version 8 adds `deleted` to the index by date, so that it covers
-    /// history's read (see `liveByDate`).
+    /// history's read (see `liveByDate`). Version 9 lets a small commit
+    /// leave its drinks out of that index for a later commit to add
+    /// (`deferredDateIndex`).
     static let schema = """
         CREATE TABLE meta(
             key   TEXT PRIMARY KEY,
@@ -38,11 +40,26 @@ enum StoreSchema {
         ) WITHOUT ROWID;
         INSERT INTO meta(key, value) VALUES ('anchor', 0), ('purged_anchor', 0);
         \(recordsTable)
-        \(liveByDate)
         \(tombstonesByTime)
         \(settingsTable)
         \(outboxTables)
         \(keptAnchors)
+        \(deferredDateIndex)
+        """
+
+    /// Version 9: a drink's `indexed` says whether the index by date holds
+    /// it. A commit of a few changes writes its drinks with 0, so that it
+    /// writes two B-trees, not three (the table's last leaf and a leaf of
+    /// the UUIDs'); a later commit sets them to 1, a thousand or so at once
+    /// (`Statements.settleDateIndex`), and moves `date_indexed` to the
+    /// highest anchor. Every live drink not in the index has an anchor
+    /// above `date_indexed`: a read by date takes the index's range and
+    /// those few rows by anchor (`SQLDialect.liveByDate`). Existing rows are
+    /// indexed (the default), and `date_indexed` starts at their highest anchor.
+    static let deferredDateIndex = """
+        ALTER TABLE records ADD COLUMN indexed INTEGER NOT NULL DEFAULT 1;
+        \(liveByDate)
+        INSERT INTO meta(key, value) VALUES ('date_indexed', (SELECT coalesce(max(anchor), 0) FROM records));
         """
 
     /// Version 7: the anchor of the change that wrote each rule's state and
@@ -92,8 +109,13 @@ enum StoreSchema {
     /// SQLite record): history's query names it, and SQLite 3.40 takes an
     /// index as covering only when it holds every column the query names,
     /// the partial index's own condition included, so that version 4's
-    /// index read each drink's row from the table as well.
-    static let liveByDate = "CREATE INDEX live_by_date ON records(date_ms, mg, deleted) WHERE deleted = 0;"
+    /// index read each drink's row from the table as well. Version 9 holds
+    /// only the drinks marked `indexed`, and names that column for the same reason.
+    static let liveByDate =
+        "CREATE INDEX live_by_date ON records(date_ms, mg, deleted, indexed) WHERE deleted = 0 AND indexed = 1;"
+
+    /// Version 8's index by date.
+    static let liveByDateV8 = "CREATE INDEX live_by_date ON records(date_ms, mg, deleted) WHERE deleted = 0;"
 
     /// Version 4's index by date.
     static let liveByDateV4 = "CREATE INDEX live_by_date ON records(date_ms, mg) WHERE deleted = 0;"
@@ -161,7 +183,8 @@ enum StoreSchema {
         5: settingsTable,
         6: outboxTables,
         7: keptAnchors,
-        8: "DROP INDEX live_by_date; \(liveByDate)",
+        8: "DROP INDEX live_by_date; \(liveByDateV8)",
+        9: "DROP INDEX live_by_date; \(deferredDateIndex)",
     ]
 
     /// Creates or migrates the schema of `db` at `path`.

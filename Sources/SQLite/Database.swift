@@ -104,6 +104,9 @@ public final class Database {
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     public var changes: Int { Int(sqlite3_changes(handle)) }
 
+    /// Rows changed by every INSERT, UPDATE and DELETE since the connection opened.
+    public var totalChanges: Int { Int(sqlite3_total_changes64(handle)) }
+
     /// The rowid of the last row inserted (an UPSERT's update leaves it alone).
     public var lastInsertRowID: Int64 {
         get { sqlite3_last_insert_rowid(handle) }

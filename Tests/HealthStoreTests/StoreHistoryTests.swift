@@ -67,18 +67,20 @@ struct StoreHistoryTests {
     }
 
     /// A new SQLite file indexes live drinks by date, and history's read
-    /// takes a range of that index alone, never the table.
+    /// takes a range of that index alone, never the table, and the drinks
+    /// not in it yet by anchor (`StoreSchema.deferredDateIndex`).
     @Test func theDosesAreReadFromTheIndexAlone() async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let store = try openStore(dir)
         await store.close()
         let db = try Database(path: dir.storePath)
-        let explain = try db.prepare(
-            "EXPLAIN QUERY PLAN SELECT date_ms, mg FROM records WHERE deleted = 0 AND date_ms >= 1 AND date_ms <= 2 ORDER BY date_ms"
-        )
+        let read = SQLDialect.sqlite.liveByDate("date_ms, mg", where: "date_ms >= 1 AND date_ms <= 2", order: "date_ms")
+        let explain = try db.prepare("EXPLAIN QUERY PLAN \(read)")
         var plan: [String] = []
         while try explain.step() { plan.append(explain.string(3) ?? "") }
         #expect(plan.contains { $0.contains("USING COVERING INDEX live_by_date") }, "\(plan)")
+        #expect(plan.contains { $0.contains("USING INTEGER PRIMARY KEY (rowid>?)") }, "\(plan)")
+        #expect(!plan.contains { $0.hasPrefix("SCAN") }, "\(plan)")
     }
 }

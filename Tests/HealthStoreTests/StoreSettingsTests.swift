@@ -65,7 +65,12 @@ struct StoreSettingsTests {
         let saved = try await store.save([drink(mg: 96)])
         await store.close()
         let db = try Database(path: dir.storePath)
-        try db.execute("DROP TABLE settings; DROP TABLE alert_state; DROP TABLE outbox; PRAGMA user_version = 4")
+        try db.execute(
+            """
+            DROP TABLE settings; DROP TABLE alert_state; DROP TABLE outbox;
+            DROP INDEX live_by_date; ALTER TABLE records DROP COLUMN indexed; DELETE FROM meta WHERE key = 'date_indexed';
+            \(StoreSchema.liveByDateV4) PRAGMA user_version = 4
+            """)
         db.close()
         let migrated = try openStore(dir)
         #expect(await migrated.anchor == saved.anchor)

@@ -1,0 +1,53 @@
+import SQLite
+
+/// SQLite's index by date, written by a later commit for a small one
+/// (`DateIndexDeferral`, `StoreSchema.deferredDateIndex`).
+extension Statements {
+    /// Binds a drink's `indexed` at `index`: 0 while the commit defers.
+    @_specialize(where Connection == Database)
+    func bindIndexed(_ index: Int32, to s: Statement, anchor: Int64) throws {
+        try s.bind(index, dateIndex.wrote(at: anchor))
+    }
+
+    var deferringDateIndex: Bool {
+        get { dateIndex.deferring }
+        set { dateIndex.deferring = newValue }
+    }
+
+    /// Runs `body` in one SQLite transaction that, once enough rows lie
+    /// above `date_indexed`, ends by putting the drinks left out into the
+    /// index and moving `date_indexed` to the highest anchor.
+    func transactionSettlingDateIndex<T>(_ body: () throws -> T) throws -> T {
+        defer { dateIndex.deferring = false }
+        if dateIndex.through == nil { dateIndex.opened(through: try meta("date_indexed") ?? 0) }
+        let before = db.totalChanges
+        var rows = 0
+        var movedTo: Int64?
+        let value = try db.inTransaction {
+            let value = try body()
+            rows = db.totalChanges - before
+            movedTo = try settleDateIndex(after: rows)
+            return value
+        }
+        dateIndex.committed(rows: rows, movedTo: movedTo)
+        return value
+    }
+
+    /// The drinks left out put into the index, and `date_indexed` moved to
+    /// the highest anchor, if `DateIndexDeferral` says so; the new `date_indexed`.
+    private func settleDateIndex(after rows: Int) throws -> Int64? {
+        let (settle, anchors) = dateIndex.settles(after: rows)
+        guard settle else { return nil }
+        if let anchors {
+            let s = try cached(
+                "UPDATE records SET indexed = 1 WHERE anchor BETWEEN ?1 AND ?2 AND indexed = 0 AND deleted = 0")
+            try s.bind(1, anchors.lowerBound)
+            try s.bind(2, anchors.upperBound)
+            try s.run()
+        }
+        let highest = try db.scalarSQL("SELECT max(anchor) FROM records") ?? 0
+        guard highest > dateIndex.through ?? 0 else { return nil }
+        try setMeta("date_indexed", highest)
+        return highest
+    }
+}
