@@ -11,7 +11,10 @@
 /// `settleEvery` rows lie above `date_indexed`, the commit that finds so
 /// sets them to 1 (a few table leaves and index leaves, once) and moves
 /// `date_indexed` to the highest anchor, so that a read by date never takes
-/// more than about that many rows by anchor besides the index's range.
+/// more than about that many rows by anchor besides the index's range. A
+/// larger commit, which writes the index anyway, does the same at once
+/// (one page of `meta` more, over more than `largestDeferred` rows), so
+/// that the rows by anchor are only ever ones left out.
 struct DateIndexDeferral: Sendable {
     /// Commits of at most this many changes leave their drinks out of the index.
     static let largestDeferred = 16
@@ -44,10 +47,10 @@ struct DateIndexDeferral: Sendable {
     }
 
     /// Whether a commit that wrote `rows` more rows puts the drinks out of
-    /// the index into it: which anchors, if any, to set (above `through`,
-    /// up to the last one left out).
+    /// the index into it (a commit that does not defer always does): which
+    /// anchors, if any, to set (above `through`, up to the last one left out).
     func settles(after rows: Int) -> (settle: Bool, anchors: ClosedRange<Int64>?) {
-        guard rows > 0, let through, rowsSince + rows >= Self.settleEvery else { return (false, nil) }
+        guard rows > 0, let through, !deferring || rowsSince + rows >= Self.settleEvery else { return (false, nil) }
         return (true, lastDeferred > through ? (through + 1)...lastDeferred : nil)
     }
 

@@ -87,24 +87,27 @@ enum SQLDialect: Sendable {
         defersDateIndex ? (", indexed", ", \(value)", ", indexed = excluded.indexed") : ("", "", "")
     }
 
-    /// `columns` of the live drinks whose date `condition` holds, in
-    /// `order`, at most `limit` of them: a range of the index by date and,
-    /// on SQLite, the drinks above `date_indexed` it does not hold yet
-    /// (`StoreSchema.deferredDateIndex`), a thousand rows or so by anchor.
-    /// `order` must name result columns.
-    func liveByDate(_ columns: String, where condition: String, order: String, limit: String? = nil) -> String {
+    /// The reads of `columns` of the live drinks whose date `condition`
+    /// holds, each in `order`, at most `limit` (a parameter) of them: a
+    /// range of the index by date and, on SQLite, the drinks above
+    /// `date_indexed` it does not hold yet (`StoreSchema.deferredDateIndex`),
+    /// a thousand rows or so by anchor. `Statements.liveByDate` merges them:
+    /// one `UNION ALL` with the order made SQLite merge two co-routines, some
+    /// 110 ns a row more over a ten years' history of 40,000 drinks.
+    func liveByDate(_ columns: String, where condition: String, order: String, limit: String? = nil) -> [String] {
         let limited = limit.map { " LIMIT \($0)" } ?? ""
         guard defersDateIndex else {
-            return "SELECT \(columns) FROM records WHERE deleted = 0 AND \(condition) ORDER BY \(order)\(limited)"
+            return ["SELECT \(columns) FROM records WHERE deleted = 0 AND \(condition) ORDER BY \(order)\(limited)"]
         }
-        return """
-            SELECT \(columns) FROM records WHERE deleted = 0 AND indexed = 1 AND \(condition)
-            UNION ALL
+        return [
+            "SELECT \(columns) FROM records WHERE deleted = 0 AND indexed = 1 AND \(condition) ORDER BY \(order)\(limited)",
+            """
             SELECT \(columns) FROM records
             WHERE anchor > (SELECT value FROM meta WHERE key = 'date_indexed') AND indexed = 0 AND deleted = 0
                 AND \(condition)
             ORDER BY \(order)\(limited)
-            """
+            """,
+        ]
     }
 
     /// The `VALUES` lists `insertNew` takes at once, largest first (none:

@@ -51,3 +51,50 @@ extension Statements {
         return highest
     }
 }
+
+extension Statements {
+    /// What `read` makes of each live drink whose date `condition` holds,
+    /// in `order` (`before` in Swift), at most `limit` of them: the reads
+    /// of `SQLDialect.liveByDate`, each bound by `bind`, merged.
+    func liveByDate<Row>(
+        _ columns: String, where condition: String, order: String, limit: (parameter: String, count: Int)? = nil,
+        bind: (Statement) throws -> Void, read: (Statement) -> Row, before: (Row, Row) -> Bool
+    ) throws -> [Row] {
+        var rows: [Row] = []
+        for sql in dialect.liveByDate(columns, where: condition, order: order, limit: limit?.parameter) {
+            let s = try cached(sql)
+            defer { s.reset() }
+            try bind(s)
+            if rows.isEmpty {
+                if let limit { rows.reserveCapacity(limit.count) }
+                while try s.step() { rows.append(read(s)) }
+            } else {
+                var left: [Row] = []
+                while try s.step() { left.append(read(s)) }
+                rows = Self.merged(rows, left, before: before)
+            }
+        }
+        if let limit, rows.count > limit.count { rows.removeLast(rows.count - limit.count) }
+        return rows
+    }
+
+    /// `a` and `b`, each in order, as one (`a`'s first among equals).
+    static func merged<Row>(_ a: [Row], _ b: [Row], before: (Row, Row) -> Bool) -> [Row] {
+        guard !b.isEmpty else { return a }
+        var out: [Row] = []
+        out.reserveCapacity(a.count + b.count)
+        var (i, j) = (a.startIndex, b.startIndex)
+        while i < a.endIndex && j < b.endIndex {
+            if before(b[j], a[i]) {
+                out.append(b[j])
+                j += 1
+            } else {
+                out.append(a[i])
+                i += 1
+            }
+        }
+        out += a[i...]
+        out += b[j...]
+        return out
+    }
+}

@@ -12,13 +12,11 @@ extension Statements {
     /// which the query names: without them, SQLite 3.40 read each drink's row).
     func doses(from: Int64, to: Int64) throws -> [(dateMs: Int64, mg: Double)] {
         let p = dialect.p
-        let s = try cached(
-            dialect.liveByDate("date_ms, mg", where: "date_ms >= \(p(1)) AND date_ms <= \(p(2))", order: "date_ms"))
-        try s.bind(1, from)
-        try s.bind(2, to)
-        defer { s.reset() }
-        var doses: [(dateMs: Int64, mg: Double)] = []
-        while try s.step() { doses.append((s.int64(0), s.double(1))) }
-        return doses
+        return try liveByDate(
+            "date_ms, mg", where: "date_ms >= \(p(1)) AND date_ms <= \(p(2))", order: "date_ms",
+            bind: {
+                try $0.bind(1, from)
+                try $0.bind(2, to)
+            }, read: { ($0.int64(0), $0.double(1)) }, before: { $0.dateMs < $1.dateMs })
     }
 }

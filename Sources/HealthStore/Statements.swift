@@ -222,42 +222,33 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
 
     func drinks(from: Int64, to: Int64) throws -> [Drink] {
         let p = dialect.p
-        let s = try cached(
-            dialect.liveByDate(
-                "uuid, version, deleted, anchor, date_ms, mg, type, source",
-                where: "date_ms BETWEEN \(p(1)) AND \(p(2))", order: "date_ms"))
-        try s.bind(1, from)
-        try s.bind(2, to)
-        defer { s.reset() }
-        var drinks: [Drink] = []
-        while try s.step() {
-            drinks.append(s.drink(uuid: s.uuid(0), version: s.int64(1)))
-        }
-        return drinks
+        return try liveByDate(
+            "uuid, version, deleted, anchor, date_ms, mg, type, source", where: "date_ms BETWEEN \(p(1)) AND \(p(2))",
+            order: "date_ms",
+            bind: {
+                try $0.bind(1, from)
+                try $0.bind(2, to)
+            }, read: { $0.drink(uuid: $0.uuid(0), version: $0.int64(1)) }, before: { $0.date < $1.date })
     }
 
     func drinks(after cursor: DrinkCursor?, limit: Int) throws -> (drinks: [Drink], next: DrinkCursor?) {
         let p = dialect.p
         // Keyset paging by (date, UUID): each page a range of the index by date, ties in UUID order.
-        let s = try cached(
-            dialect.liveByDate(
-                "uuid, version, deleted, anchor, date_ms, mg, type, source",
-                where: "date_ms >= \(p(1)) AND (date_ms > \(p(1)) OR uuid > \(p(2)))", order: "date_ms, uuid",
-                limit: p(3)))
         let cursor = cursor ?? .before(dateMs: .min)
-        try s.bind(1, cursor.dateMs)
-        try s.bind(2, uuid: cursor.uuid)
-        try s.bind(3, Int64(limit))
-        defer { s.reset() }
-        var drinks: [Drink] = []
-        drinks.reserveCapacity(limit)
-        var next: DrinkCursor?
-        while try s.step() {
-            let uuid = s.uuid(0)
-            drinks.append(s.drink(uuid: uuid, version: s.int64(1)))
-            next = DrinkCursor(dateMs: s.int64(4), uuid: uuid)
-        }
-        return (drinks, drinks.count == limit ? next : nil)
+        let rows = try liveByDate(
+            "uuid, version, deleted, anchor, date_ms, mg, type, source",
+            where: "date_ms >= \(p(1)) AND (date_ms > \(p(1)) OR uuid > \(p(2)))", order: "date_ms, uuid",
+            limit: (p(3), limit),
+            bind: {
+                try $0.bind(1, cursor.dateMs)
+                try $0.bind(2, uuid: cursor.uuid)
+                try $0.bind(3, Int64(limit))
+            },
+            read: { s -> (drink: Drink, cursor: DrinkCursor) in
+                let uuid = s.uuid(0)
+                return (s.drink(uuid: uuid, version: s.int64(1)), DrinkCursor(dateMs: s.int64(4), uuid: uuid))
+            }, before: { $0.cursor < $1.cursor })
+        return (rows.map(\.drink), rows.count == limit ? rows.last?.cursor : nil)
     }
 
     func highestExpiredTombstone(before cutoff: Int64) throws -> Int64? {

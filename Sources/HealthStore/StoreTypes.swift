@@ -255,7 +255,7 @@ public struct StoreStatistics: Sendable, Hashable {
 
 /// Where a reader of every live drink in date order goes on from: the last
 /// drink it has, by its stored date and UUID (`HealthStore.drinks(after:limit:)`).
-public struct DrinkCursor: Sendable, Hashable {
+public struct DrinkCursor: Sendable, Hashable, Comparable {
     public var dateMs: Int64
     public var uuid: UUID
 
@@ -267,6 +267,15 @@ public struct DrinkCursor: Sendable, Hashable {
     /// Before every drink dated from `dateMs` on.
     public static func before(dateMs: Int64) -> DrinkCursor {
         DrinkCursor(dateMs: dateMs == .min ? .min : dateMs - 1, uuid: lastUUID)
+    }
+
+    /// The store's order: by date, then by the UUID's bytes (SQLite's
+    /// order of blobs, PostgreSQL's of `uuid`).
+    public static func < (a: DrinkCursor, b: DrinkCursor) -> Bool {
+        guard a.dateMs == b.dateMs else { return a.dateMs < b.dateMs }
+        return withUnsafeBytes(of: a.uuid.uuid) { x in
+            withUnsafeBytes(of: b.uuid.uuid) { y in memcmp(x.baseAddress!, y.baseAddress!, 16) < 0 }
+        }
     }
 
     /// The greatest UUID: with a date, a cursor after every drink of that date.

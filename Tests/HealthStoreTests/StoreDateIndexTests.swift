@@ -1,5 +1,6 @@
 import CoffeeDomain
 import Foundation
+import SQLite
 import Testing
 
 @_spi(Testing) @testable import HealthStore
@@ -21,6 +22,7 @@ struct StoreDateIndexTests {
         rule.committed(rows: 1, movedTo: 11)
         #expect(rule.wrote(at: 12) == 1)  // not deferring
         rule.deferring = true
+        #expect(rule.settles(after: 1) == (false, nil))
         #expect(rule.wrote(at: 12) == 0 && rule.wrote(at: 14) == 0)
         #expect(rule.settles(after: 2) == (false, nil))
         rule.committed(rows: 2, movedTo: nil)
@@ -28,10 +30,31 @@ struct StoreDateIndexTests {
         #expect(rule.settles(after: DateIndexDeferral.settleEvery - 2) == (true, 12...14))
         rule.committed(rows: DateIndexDeferral.settleEvery - 2, movedTo: 2000)
         #expect(rule.through == 2000 && rule.rowsSince == 0)
-        // Nothing left out since: the mark moves, no row is set.
+        // A commit that does not defer moves the mark at once, setting no
+        // row when none was left out since.
         rule.deferring = false
         #expect(rule.wrote(at: 2001) == 1)
-        #expect(rule.settles(after: DateIndexDeferral.settleEvery) == (true, nil))
+        #expect(rule.settles(after: 1) == (true, nil))
+    }
+
+    /// Two reads in order merged as one; among equals the first read's first.
+    @Test func readsAreMergedInOrder() {
+        let merged = Statements<Database>.merged(
+            [(1, "a"), (3, "a"), (3, "b"), (7, "a")], [(0, "x"), (3, "x"), (9, "x")], before: { $0.0 < $1.0 })
+        #expect(merged.map { "\($0.0)\($0.1)" } == ["0x", "1a", "3a", "3b", "3x", "7a", "9x"])
+        #expect(Statements<Database>.merged([1, 2], [], before: <) == [1, 2])
+        #expect(Statements<Database>.merged([], [1, 2], before: <) == [1, 2])
+    }
+
+    /// A cursor's order is the store's: by date, then by the UUID's bytes
+    /// (unsigned, as SQLite compares blobs), not by its text's case or sign.
+    @Test func cursorsOrderByDateThenUUIDBytes() throws {
+        let low = try #require(UUID(uuidString: "7FFFFFFF-0000-4000-8000-000000000000"))
+        let high = try #require(UUID(uuidString: "80000000-0000-4000-8000-000000000000"))
+        #expect(DrinkCursor(dateMs: 5, uuid: low) < DrinkCursor(dateMs: 5, uuid: high))
+        #expect(!(DrinkCursor(dateMs: 5, uuid: high) < DrinkCursor(dateMs: 5, uuid: low)))
+        #expect(DrinkCursor(dateMs: 4, uuid: high) < DrinkCursor(dateMs: 5, uuid: low))
+        #expect(!(DrinkCursor(dateMs: 5, uuid: low) < DrinkCursor(dateMs: 5, uuid: low)))
     }
 
     /// Small commits leave their drinks out of the index; history's doses,
@@ -60,6 +83,15 @@ struct StoreDateIndexTests {
         #expect(try await count("indexed = 0 AND deleted = 0") == 4)
         try await expectReads(store, give: live)
 
+        // Drinks of one moment in and out of the index: the pages give them in UUID order.
+        let tiedIn = (0..<20).map { _ in drink(mg: 6, at: 5000) }
+        _ = try await store.save(tiedIn)
+        let tiedOut = (0..<4).map { _ in drink(mg: 6, at: 5000) }
+        for one in tiedOut { _ = try await store.save([one]) }
+        live += tiedIn + tiedOut
+        #expect(try await count("indexed = 0 AND deleted = 0") == 4)
+        try await expectReads(store, give: live, pagesOf: 3)
+
         let many = (0..<1100).map { drink(mg: 2, at: 7200 + Double($0)) }
         _ = try await store.save(many)
         live += many
@@ -81,12 +113,20 @@ struct StoreDateIndexTests {
         live.append(last)
         #expect(try await count("indexed = 0 AND deleted = 0") == 0)
         try await expectReads(store, give: live)
+
+        // A commit too large to defer moves the mark to the top by itself.
+        let twenty = (0..<20).map { drink(mg: 5, at: 100_100 + Double($0)) }
+        _ = try await store.save(twenty)
+        live += twenty
+        let top = try await store.scalar("SELECT max(anchor) FROM records")
+        #expect(try await store.scalar("SELECT value FROM meta WHERE key = 'date_indexed'") == top)
+        try await expectReads(store, give: live)
         await store.close()
     }
 
     /// Every read by date gives exactly `live`, in date order (then UUID's).
-    private func expectReads(_ store: HealthStore, give live: [Drink]) async throws {
-        func key(_ d: Drink) -> (Double, String) { (d.date.timeIntervalSince1970, UUIDText.string(d.uuid)) }
+    private func expectReads(_ store: HealthStore, give live: [Drink], pagesOf pageSize: Int = 400) async throws {
+        func key(_ d: Drink) -> DrinkCursor { DrinkCursor(dateMs: d.epochMilliseconds, uuid: d.uuid) }
         let expected = live.sorted { key($0) < key($1) }
         let all = (t0 - 86_400)...(t0 + 2 * 86_400)
         let doses = try await store.doses(datedIn: all)
@@ -100,11 +140,12 @@ struct StoreDateIndexTests {
         var cursor: DrinkCursor?
         var pages = 0
         repeat {
-            let page = try await store.drinks(after: cursor, limit: 400)
+            let page = try await store.drinks(after: cursor, limit: pageSize)
+            #expect(page.drinks.count <= pageSize)
             read += page.drinks.map(\.uuid)
             cursor = page.next
             pages += 1
-        } while cursor != nil && pages < 10
+        } while cursor != nil && pages < 2 * live.count / pageSize + 2
         #expect(read == expected.map(\.uuid))
     }
 }

@@ -75,12 +75,17 @@ struct StoreHistoryTests {
         let store = try openStore(dir)
         await store.close()
         let db = try Database(path: dir.storePath)
-        let read = SQLDialect.sqlite.liveByDate("date_ms, mg", where: "date_ms >= 1 AND date_ms <= 2", order: "date_ms")
-        let explain = try db.prepare("EXPLAIN QUERY PLAN \(read)")
-        var plan: [String] = []
-        while try explain.step() { plan.append(explain.string(3) ?? "") }
-        #expect(plan.contains { $0.contains("USING COVERING INDEX live_by_date") }, "\(plan)")
-        #expect(plan.contains { $0.contains("USING INTEGER PRIMARY KEY (rowid>?)") }, "\(plan)")
-        #expect(!plan.contains { $0.hasPrefix("SCAN") }, "\(plan)")
+        let reads = SQLDialect.sqlite.liveByDate("date_ms, mg", where: "date_ms >= 1 AND date_ms <= 2", order: "date_ms")
+        var plans: [[String]] = []
+        for read in reads {
+            let explain = try db.prepare("EXPLAIN QUERY PLAN \(read)")
+            var plan: [String] = []
+            while try explain.step() { plan.append(explain.string(3) ?? "") }
+            #expect(!plan.contains { $0.hasPrefix("SCAN") || $0.contains("TEMP B-TREE") && read == reads[0] }, "\(plan)")
+            plans.append(plan)
+        }
+        #expect(plans.count == 2)
+        #expect(plans.first?.contains { $0.contains("USING COVERING INDEX live_by_date") } == true, "\(plans)")
+        #expect(plans.last?.contains { $0.contains("USING INTEGER PRIMARY KEY (rowid>?)") } == true, "\(plans)")
     }
 }
