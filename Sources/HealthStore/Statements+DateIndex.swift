@@ -55,7 +55,12 @@ extension Statements {
 extension Statements {
     /// What `read` makes of each live drink whose date `condition` holds,
     /// in `order` (`before` in Swift), at most `limit` of them: the reads
-    /// of `SQLDialect.liveByDate`, each bound by `bind`, merged.
+    /// of `SQLDialect.liveByDate`, each bound by `bind`, merged. Inlined,
+    /// so that each caller's rows are its own type, not a generic one that
+    /// is copied through its value witnesses (the model's window of 300,000
+    /// drinks read at full speed: 1.7% of the samples, and 0.88x the
+    /// 10-event rate).
+    @inline(__always)
     func liveByDate<Row>(
         _ columns: String, where condition: String, order: String, limit: (parameter: String, count: Int)? = nil,
         bind: (Statement) throws -> Void, read: (Statement) -> Row, before: (Row, Row) -> Bool
@@ -65,7 +70,7 @@ extension Statements {
             let s = try cached(sql)
             defer { s.reset() }
             try bind(s)
-            if rows.isEmpty {
+            if rows.isEmpty {  // the first read, or after one that found nothing: nothing to merge
                 if let limit { rows.reserveCapacity(limit.count) }
                 while try s.step() { rows.append(read(s)) }
             } else {

@@ -46,7 +46,7 @@ final class Statements<Connection: RecordConnection>: RecordStatements, @uncheck
         let p = db.dialect.p
         // Stored when no record exists, or replaces one with a lower version
         // (reviving a tombstone too). In or out of the index by date as the
-        // commit decides (`deferDateIndex`), in parameter 9.
+        // commit decides (`DateIndexDeferral`), in parameter 9.
         let indexed = db.dialect.indexedColumn(value: p(9))
         upsertStatement = try db.statement(
             """
