@@ -57,9 +57,7 @@ extension Statements {
     /// in `order` (`before` in Swift), at most `limit` of them: the reads
     /// of `SQLDialect.liveByDate`, each bound by `bind`, merged. Inlined,
     /// so that each caller's rows are its own type, not a generic one that
-    /// is copied through its value witnesses (the model's window of 300,000
-    /// drinks read at full speed: 1.7% of the samples, and 0.88x the
-    /// 10-event rate).
+    /// is copied through its value witnesses, a call per row.
     @inline(__always)
     func liveByDate<Row>(
         _ columns: String, where condition: String, order: String, limit: (parameter: String, count: Int)? = nil,
