@@ -51,8 +51,8 @@ enum StoreSchema {
     /// it. A commit of a few changes writes its drinks with 0, so that it
     /// writes two B-trees, not three (the table's last leaf and a leaf of
     /// the UUIDs'); a later commit sets them to 1, a thousand or so at once
-    /// (`Statements.settleDateIndex`), and moves `date_indexed` to the
-    /// highest anchor. Every live drink not in the index has an anchor
+    /// or with any larger commit (`DateIndexDeferral`), and moves
+    /// `date_indexed` to the highest anchor. Every live drink not in the index has an anchor
     /// above `date_indexed`: a read by date takes the index's range and
     /// those few rows by anchor (`SQLDialect.liveByDate`). Existing rows are
     /// indexed (the default), and `date_indexed` starts at their highest anchor.

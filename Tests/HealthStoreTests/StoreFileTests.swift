@@ -106,11 +106,14 @@ struct StoreFileTests {
         let db = try Database(path: dir.storePath)
         #expect(try db.scalar("PRAGMA user_version") == StoreSchema.currentVersion)
         #expect(try db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'live_by_date'") == 1)
-        // Version 8's form, which covers history's read (`StoreSchema.liveByDate`).
+        // The current form, which covers history's read (`StoreSchema.liveByDate`).
         let made = try db.prepare("SELECT sql FROM sqlite_schema WHERE name = 'live_by_date'")
         #expect(try made.step() && made.string(0).map { $0 + ";" } == StoreSchema.liveByDate)
         #expect(try db.scalar("SELECT count(*) FROM sqlite_schema WHERE name = 'tombstones_by_time'") == 1)
         #expect(try db.scalar("SELECT count(*) FROM records") == 2)
+        // Version 9 took the old drink as indexed; the first commit put the new one in too.
+        #expect(try db.scalar("SELECT count(*) FROM records WHERE indexed = 1") == 2)
+        #expect(try db.scalar("SELECT value FROM meta WHERE key = 'date_indexed'") == 5)
     }
 
     /// A new file indexes live drinks by date (version 4, for history's
