@@ -45,7 +45,9 @@ extension Statements {
             try s.bind(2, anchors.upperBound)
             try s.run()
         }
-        let highest = try db.scalarSQL("SELECT max(anchor) FROM records") ?? 0
+        let top = try cached("SELECT max(anchor) FROM records")  // prepared once: every larger commit asks
+        defer { top.reset() }
+        let highest = try top.step() && !top.isNull(0) ? top.int64(0) : 0
         guard highest > dateIndex.through ?? 0 else { return nil }
         try setMeta("date_indexed", highest)
         return highest
