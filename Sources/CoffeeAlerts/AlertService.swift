@@ -40,6 +40,10 @@ public actor AlertService: Service {
     /// How many alerts each rule has told: the next one's turn, from which its id is derived.
     var turns: [AlertRule: Int64] = [:]
     private var timer: Task<Void, Never>?
+    /// When `timer` rings (wall clock); nil once it rang or when none is set.
+    private var timerDate: Date?
+    /// The person's days, today remembered across models (`LocalDays`).
+    private var days: LocalDays?
     /// Alerts decided so far, for `stats`.
     public private(set) var told = 0
 
@@ -110,6 +114,7 @@ public actor AlertService: Service {
         guard lease?.isHeld ?? true else { return }  // another service tells; the newest model waits
         let taken = arrived.take(reset: Arrived())
         let (timerRang, leaseTaken) = (taken.timerRang, taken.leaseTaken)
+        if timerRang { timerDate = nil }
         var snapshot = taken.snapshot
         if leaseTaken {
             // The teller before this one decided up to here: go on from its state, with the model now.
@@ -128,7 +133,8 @@ public actor AlertService: Service {
     /// Decides, writes, announces; then sets the timer for the next crossing.
     func evaluate(_ snapshot: ModelSnapshot) async {
         // The person's level limit and bedtime (docs/protocol.md §15), as the store holds them now.
-        let rules = AlertRules(configuration: self.rules, settings: store.liveSettings.person)
+        let rules = AlertRules(configuration: self.rules, settings: store.liveSettings.person, days: days)
+        days = rules.days
         var next = state
         let events = rules.evaluate(snapshot, state: &next)
         if next != state {
@@ -177,9 +183,15 @@ public actor AlertService: Service {
         schedule(rules.nextCheck(snapshot, state: state))
     }
 
-    /// Rings at `date` (wall clock), measured on the timer's clock.
+    /// Rings at `date` (wall clock), measured on the timer's clock. A timer
+    /// set to ring no later is kept: ringing early only looks again and sets
+    /// the next. At 1,000 drinks a second each model moves the crossing on
+    /// a little, and a timer made and cancelled ten times a second woke the
+    /// pool's threads for nothing.
     private func schedule(_ date: Date?) {
+        if let date, let timerDate, timerDate <= date { return }
         timer?.cancel()
+        timerDate = date
         guard let date else { return }
         let wait = Duration.milliseconds(Int64(max(0, date.timeIntervalSince(wallClock.now())) * 1000))
         timer = Self.ring(after: wait, on: timerClock) { [weak self] in self?.ringTimer() }

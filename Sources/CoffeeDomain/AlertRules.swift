@@ -70,10 +70,14 @@ public struct AlertRules: Sendable {
 
     public var configuration: Configuration
     public var settings: PersonSettings
+    /// The days of `settings`' zone; one kept across evaluations remembers
+    /// today (`LocalDays`). Another zone's is not used.
+    public let days: LocalDays
 
-    public init(configuration: Configuration, settings: PersonSettings) {
+    public init(configuration: Configuration, settings: PersonSettings, days: LocalDays? = nil) {
         self.configuration = configuration
         self.settings = settings
+        self.days = days.flatMap { $0.timeZone == settings.timeZone ? $0 : nil } ?? LocalDays(timeZone: settings.timeZone)
     }
 
     /// The rules that are on.
@@ -177,26 +181,17 @@ public struct AlertRules: Sendable {
         return calendar
     }
 
-    func localDay(_ date: Date) -> String {
-        let c = calendar.dateComponents([.year, .month, .day], from: date)
-        return String(format: "%04d-%02d-%02d", c.year ?? 0, c.month ?? 0, c.day ?? 0)
-    }
+    func localDay(_ date: Date) -> String { days.day(holding: date).key }
 
     func localTime(_ date: Date) -> String {
         let c = calendar.dateComponents([.hour, .minute], from: date)
         return String(format: "%02d:%02d", c.hour ?? 0, c.minute ?? 0)
     }
 
-    func nextMidnight(after date: Date) -> Date {
-        calendar.date(byAdding: .day, value: 1, to: calendar.startOfDay(for: date)) ?? date + 86_400
-    }
+    func nextMidnight(after date: Date) -> Date { days.day(holding: date).end }
 
     /// The first bedtime after `date` in the person's zone.
-    func nextBedtime(after date: Date) -> Date {
-        let minutes = bedtimeMinutes ?? 0
-        let components = DateComponents(hour: minutes / 60, minute: minutes % 60)
-        return calendar.nextDate(after: date, matching: components, matchingPolicy: .nextTime) ?? date + 86_400
-    }
+    func nextBedtime(after date: Date) -> Date { days.next(minutesPastMidnight: bedtimeMinutes ?? 0, after: date) }
 
     // MARK: - What is said
 

@@ -70,10 +70,13 @@ public struct CaffeineIndex: Sendable {
     private var nextSerial = 0
     /// The reference time `T` of the weights.
     private var reference: Date
+    /// The days of the model's zone, today remembered: where today starts.
+    private let days: LocalDays
 
     public init(model: CaffeineModel, reference: Date = Date()) {
         self.model = model
         self.reference = reference
+        days = LocalDays(timeZone: model.timeZone)
     }
 
     public var count: Int { slots.count + unslottedCount }
@@ -226,7 +229,7 @@ public struct CaffeineIndex: Sendable {
     public mutating func snapshot(at: Date, anchor: Int64) -> ModelSnapshot {
         if abs(at.timeIntervalSince(reference)) > 12 * 3600 { rebuild(reference: at) }
         let start = at - CaffeineModel.window
-        let midnight = model.startOfDay(at: at)
+        let midnight = days.day(holding: at).start
         let (first, dayFirst, last) = (Self.minute(start), Self.minute(midnight), Self.minute(at))
         var weighted = 0.0
         var exactNow = 0.0

@@ -158,7 +158,7 @@ public enum WireFormat {
             JSONBytes.append(i == 0 ? #"{"date":""# : #",{"date":""#, to: &out)
             RFC3339.write(point.date, into: &out)
             JSONBytes.append(#"","mgCaffeine":"#, to: &out)
-            JSONBytes.append(timelineMg(point.mgCaffeine), to: &out)
+            JSONBytes.append(millionths: point.mgCaffeine, to: &out)
             out.append(UInt8(ascii: "}"))
         }
         JSONBytes.append("]}", to: &out)
@@ -166,7 +166,8 @@ public enum WireFormat {
     }
 
     /// A timeline point's caffeine, rounded to 6 decimals (a nanogram): 287
-    /// points of 17-digit noise helped no one. `mgCaffeine` keeps full precision.
+    /// points of 17-digit noise helped no one. `mgCaffeine` keeps full
+    /// precision. (`modelMessage` writes it with `JSONBytes.append(millionths:)`.)
     static func timelineMg(_ mg: Double) -> Double { (mg * 1e6).rounded() / 1e6 }
 
     /// The model's members, ready to be sent alone or inside a reply.

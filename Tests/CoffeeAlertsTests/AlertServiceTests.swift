@@ -31,8 +31,11 @@ struct AlertServiceTests {
         return person
     }
 
+    /// - Parameter observing: the rules look at each model published; without,
+    ///   only at what a test hands `evaluate` and when their timer rings.
     func parts(
-        file: String = "s.sqlite", person: PersonSettings? = nil, prepare: (HealthStore) async throws -> Void = { _ in }
+        file: String = "s.sqlite", person: PersonSettings? = nil, observing: Bool = true,
+        prepare: (HealthStore) async throws -> Void = { _ in }
     ) async throws -> (HealthStore, ModelService, AlertService, Recorder) {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         var configuration = HealthStore.Configuration(path: dir.appendingPathComponent(file).path, clock: wall)
@@ -48,7 +51,7 @@ struct AlertServiceTests {
             store: store, model: model, rules: rules, receivers: ["webhook"], wallClock: wall,
             timerClock: timers, logger: logger, announce: { json in announced.append(json) },
             wakeDeliverers: {})
-        model.observeModels { snapshot in alerts.observe(snapshot) }
+        if observing { model.observeModels { snapshot in alerts.observe(snapshot) } }
         try await model.start()
         try await alerts.start()
         return (store, model, alerts, announced)
@@ -88,6 +91,72 @@ struct AlertServiceTests {
         group.triggerGracefulShutdown()
         _ = try? await running.value
         await store.close()
+    }
+
+    /// A drink that puts the crossing off keeps the timer set for the
+    /// earlier one (not made again for every model): it rings early, finds
+    /// nothing, and sets the next, which tells at the new crossing.
+    @Test func aLaterCrossingKeepsTheTimerWhichLooksAgain() async throws {
+        let (store, model, alerts, announced) = try await parts(observing: false)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let group = ServiceGroup(services: [model, alerts], logger: logger)
+        let running = Task { try await group.run() }
+        _ = try await store.save([Drink(mgCaffeine: 100, date: wall.now())])
+        await alerts.evaluate(try #require(await model.snapshot()))
+        #expect(rules(announced) == ["sleepThreshold cleared"])
+        try await timerSet()  // for 15:00, when 100 mg is down to 50
+        // 200 mg now: under 50 mg at 20:00.
+        _ = try await store.save([Drink(mgCaffeine: 100, date: wall.now())])
+        await alerts.evaluate(try #require(await model.snapshot()))
+        wall.advance(by: 5 * 3600 + 60)
+        timers.advance(by: .seconds(5 * 3600 + 60))
+        try await timerSet()  // it rang at 15:00, found 100 mg, and set the next
+        #expect(rules(announced) == ["sleepThreshold cleared"])
+        wall.advance(by: 5 * 3600)
+        timers.advance(by: .seconds(5 * 3600))
+        try await eventually { rules(announced) == ["sleepThreshold cleared", "sleepThreshold fired"] }
+        group.triggerGracefulShutdown()
+        _ = try? await running.value
+        await store.close()
+    }
+
+    /// A crossing brought forward (a drink deleted) replaces the later timer.
+    @Test func anEarlierCrossingReplacesTheTimer() async throws {
+        let (store, model, alerts, announced) = try await parts(observing: false)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let group = ServiceGroup(services: [model, alerts], logger: logger)
+        let running = Task { try await group.run() }
+        let large = Drink(mgCaffeine: 200, date: wall.now())
+        _ = try await store.save([large])
+        await alerts.evaluate(try #require(await model.snapshot()))
+        try await timerSet()  // for 20:00
+        _ = try await store.save([Drink(mgCaffeine: 100, date: wall.now())])
+        _ = try await store.delete([Deletion(uuid: large.uuid)])
+        await alerts.evaluate(try #require(await model.snapshot()))  // 100 mg: under 50 mg at 15:00
+        wall.advance(by: 5 * 3600 + 60)
+        timers.advance(by: .seconds(5 * 3600 + 60))
+        try await eventually { rules(announced) == ["sleepThreshold cleared", "sleepThreshold fired"] }
+        group.triggerGracefulShutdown()
+        _ = try? await running.value
+        await store.close()
+    }
+
+    /// Returns once the rules' timer waits on the test's clock; records an issue after 10 s.
+    func timerSet() async throws {
+        let set = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { [timers] in
+                await timers.waitForSleepers(1)
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(10))
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        #expect(set, "no timer was set within 10 s")
     }
 
     /// What was told stays told: a new service over the store, with the same model, tells nothing.

@@ -1,6 +1,7 @@
-import CoffeeDomain
 import Foundation
 import Testing
+
+@testable import CoffeeDomain
 
 /// `WireFormat`'s decoding is the inverse of its encoding: what the service
 /// writes, a client reads back as it was.
@@ -101,6 +102,31 @@ struct WireDecodingTests {
             let expected =
                 !value.isFinite ? "null" : value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
             #expect(String(decoding: out, as: UTF8.self) == expected, "\(value)")
+        }
+    }
+
+    /// A timeline's caffeine written from its millionths reads as the
+    /// rounded number written in its shortest form does: at the edges
+    /// (1e-4, where Swift starts writing an exponent; 1e9), across every
+    /// magnitude a level has, and at random.
+    @Test func millionthsAreWrittenAsTheRoundedNumberIs() {
+        var rng = SplitMix(state: 11)
+        var values: [Double] = [
+            0, -0.0, 1e-7, 4.9e-7, 5e-7, 0.00005, 0.0000999, 0.00009951, 0.0001, 0.000100001, 0.00015, 0.5, 1, 95,
+            95.0000004, 95.0000005, 123.456789, -0.5, -1.5, -0.000123, 999_999_999.999999, 1e9, 1e9 + 0.5, 1e12, .nan,
+            .infinity,
+        ]
+        for _ in 0..<20_000 {
+            let magnitude = pow(10, Double(rng.next() % 14) - 5)  // 1e-5 … 1e8
+            values.append(Double(rng.next() % 1_000_000_000) / 1e9 * magnitude)
+        }
+        for value in values {
+            var out: [UInt8] = [7]
+            JSONBytes.append(millionths: value, to: &out)
+            var expected: [UInt8] = [7]
+            JSONBytes.append(WireFormat.timelineMg(value), to: &expected)
+            #expect(out == expected, "\(value)")
+            if out != expected { return }
         }
     }
 
