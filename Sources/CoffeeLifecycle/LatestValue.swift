@@ -19,26 +19,39 @@ import Synchronization
 ///     evaluate(newest)
 /// }
 /// ```
+///
+/// The producers' side is inlinable, so that a caller in another module
+/// gets it made for its own types: left generic, every ring looked up the
+/// metadata of its tuple and its state at run time (about 1.7% of the
+/// ingest thread's time at 1,000 drinks a second, the model's `arrive`).
 public final class LatestValue<Value: Sendable>: Sendable {
-    private struct State: Sendable {
-        var value: Value
+    @usableFromInline
+    struct State: Sendable {
+        @usableFromInline var value: Value
         /// Rung since the consumer last returned from `next()`.
-        var rung = false
-        var finished = false
-        var waiter: CheckedContinuation<Bool, Never>?
+        @usableFromInline var rung = false
+        @usableFromInline var finished = false
+        @usableFromInline var waiter: CheckedContinuation<Bool, Never>?
+
+        @usableFromInline
+        init(value: Value) { self.value = value }
     }
-    private let state: Mutex<State>
+    @usableFromInline
+    let state: Mutex<State>
 
     public init(_ initial: Value) { state = Mutex(State(value: initial)) }
 
     /// The value now, without taking it.
+    @inlinable
     public var value: Value { state.withLock { $0.value } }
 
     /// Replaces the value with a newer one and rings.
+    @inlinable
     public func set(_ newest: Value) { update { $0 = newest } }
 
     /// Amends the value under the lock (a queue appended to, a flag raised)
     /// and rings: the waiting consumer wakes.
+    @inlinable
     @discardableResult
     public func update<Result: Sendable>(_ body: (inout Value) -> Result) -> Result {
         let (result, waiter) = state.withLock { state -> (Result, CheckedContinuation<Bool, Never>?) in
@@ -57,9 +70,11 @@ public final class LatestValue<Value: Sendable>: Sendable {
 
     /// Amends the value without ringing: what the next ring finds (a retry
     /// left for later, not a reason to wake now).
+    @inlinable
     public func amend(_ body: (inout Value) -> Void) { state.withLock { body(&$0.value) } }
 
     /// The value, replaced by `reset`, in one step: what the consumer handles.
+    @inlinable
     public func take(reset: Value) -> Value {
         state.withLock { state in
             defer { state.value = reset }
