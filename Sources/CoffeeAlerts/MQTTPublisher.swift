@@ -60,6 +60,8 @@ public final class MQTTPublisher: Service, Sendable {
     private struct Link: @unchecked Sendable {  // libmosquitto's calls are thread-safe
         var mosq: OpaquePointer?
         var status = Status()
+        /// Each state topic's payload as published on this connection (`MQTTStates.changed`).
+        var sent: [String: String] = [:]
     }
     /// The newest states: the model's turn sets them and rings, the sender
     /// (`run`) sends them when connected; each connection rings again.
@@ -121,7 +123,7 @@ public final class MQTTPublisher: Service, Sendable {
     public func run() async throws {
         onGracefulShutdown { [latest] in latest.finish() }
         while await latest.next() {
-            if current.connected { send(latest.value) }
+            if current.connected { send(latest.value, onlyChanged: true) }
         }
         if current.connected { send([(states.availabilityTopic, "offline")]) }
         // Taken out first: a send from now on (the model's last rounds, a callback) does nothing.
@@ -142,13 +144,16 @@ public final class MQTTPublisher: Service, Sendable {
         latest.set(states.states(snapshot, sleepThresholdMg: sleepThresholdMg))
     }
 
-    private func send(_ messages: [(topic: String, payload: String)]) {
+    /// Publishes `messages`, retained; with `onlyChanged`, the states whose
+    /// payload this connection has not published already.
+    private func send(_ messages: [(topic: String, payload: String)], onlyChanged: Bool = false) {
         link.withLock { link in
             guard let mosq = link.mosq else { return }
-            for (topic, payload) in messages {
+            for (topic, payload) in onlyChanged ? MQTTStates.changed(messages, since: link.sent) : messages {
                 let bytes = Array(payload.utf8)
                 if mosquitto_publish(mosq, nil, topic, Int32(bytes.count), bytes, 1, true) == MOSQ_ERR_SUCCESS.rawValue {
                     link.status.published += 1
+                    if onlyChanged { link.sent[topic] = payload }
                 }
             }
         }
@@ -171,6 +176,7 @@ public final class MQTTPublisher: Service, Sendable {
             $0.status.connected = true
             $0.status.connections += 1
             $0.status.problem = nil
+            $0.sent = [:]  // a broker that lost its retained messages gets every state again
         }
         logger.info("connected to the MQTT broker", metadata: ["host": "\(configuration.host)", "port": "\(configuration.port)"])
         send(states.discovery + [(states.availabilityTopic, "online")])

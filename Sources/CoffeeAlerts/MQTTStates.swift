@@ -76,6 +76,16 @@ public struct MQTTStates: Sendable {
         }
     }
 
+    /// Of `states`, those whose payload is not what `sent` says the broker
+    /// holds, retained, for their topic: a model comes ten times a second at
+    /// 1,000 drinks a second and every minute at rest, and most of its five
+    /// states are as they were. A new connection starts `sent` afresh.
+    public static func changed(
+        _ states: [(topic: String, payload: String)], since sent: [String: String]
+    ) -> [(topic: String, payload: String)] {
+        states.filter { sent[$0.topic] != $0.payload }
+    }
+
     /// Each state topic's value for `snapshot`, as Home Assistant reads it.
     public func states(_ snapshot: ModelSnapshot, sleepThresholdMg: Double) -> [(topic: String, payload: String)] {
         func number(_ v: Double, _ places: Double) -> String { JSONValue.double((v * places).rounded() / places).serialized() }

@@ -39,6 +39,23 @@ struct MQTTStatesTests {
         #expect(states.states(low, sleepThresholdMg: 50).last?.payload == "2025-06-02T10:00:00.000Z")
     }
 
+    /// A model's states against what the broker holds: only the ones that
+    /// moved go out; against nothing held (a new connection), all five.
+    @Test func onlyTheStatesThatMovedAreSentAgain() {
+        let model = CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "UTC")!)
+        let at = RFC3339.parse("2025-06-02T10:00:00.000Z")!
+        let first = states.states(
+            model.snapshot(mgNow: 150, mgToday: 150, drinksToday: 1, at: at, anchor: 1), sleepThresholdMg: 50)
+        #expect(MQTTStates.changed(first, since: [:]).count == 5)
+        let sent = Dictionary(uniqueKeysWithValues: first.map { ($0.topic, $0.payload) })
+        #expect(MQTTStates.changed(first, since: sent).isEmpty)
+        // A minute later, no drink: only the level in mg moved (the crossing is where it was).
+        let later = states.states(
+            model.snapshot(mgNow: 150 * pow(0.5, 60.0 / 18_000), mgToday: 150, drinksToday: 1, at: at + 60, anchor: 1),
+            sleepThresholdMg: 50)
+        #expect(MQTTStates.changed(later, since: sent).map(\.topic) == [states.stateTopic("caffeine")])
+    }
+
     @Test func eachSensorIsDiscoveredOnceWithItsUnitClassAndTheDevice() throws {
         let discovery = states.discovery
         #expect(discovery.count == MQTTStates.sensors.count)

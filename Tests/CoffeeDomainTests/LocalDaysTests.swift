@@ -11,21 +11,23 @@ import Testing
 struct LocalDaysTests {
     static let zones = ["UTC", "Europe/Berlin", "America/Los_Angeles", "America/Santiago", "Australia/Lord_Howe", "Asia/Tokyo"]
 
-    func calendar(_ zone: TimeZone) -> Calendar {
+    /// The zone, its calendar, and a year of dates from 2024-01-01
+    /// `minutes` apart, in order and shuffled.
+    func year(in name: String, everyMinutes minutes: Int) throws -> (TimeZone, Calendar, [[Date]]) {
+        let zone = try #require(TimeZone(identifier: name))
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = zone
-        return calendar
+        let from = RFC3339.parse("2024-01-01T00:00:00Z")!
+        let dates = (0..<(366 * 24 * 60 / minutes)).map { from + Double($0 * minutes * 60) }
+        var generator = SystemRandomNumberGenerator()
+        return (zone, calendar, [dates, dates.shuffled(using: &generator)])
     }
 
     /// Every 37 minutes over a year, in order (each day remembered is asked
     /// again), and the same dates shuffled (the memory of one day asked about another).
     @Test(arguments: zones) func daysAreTheCalendarsOwn(zone name: String) throws {
-        let zone = try #require(TimeZone(identifier: name))
-        let calendar = calendar(zone)
-        let from = RFC3339.parse("2024-01-01T00:00:00Z")!
-        let dates = (0..<(366 * 24 * 60 / 37)).map { from + Double($0) * 37 * 60 }
-        var generator = SystemRandomNumberGenerator()
-        for order in [dates, dates.shuffled(using: &generator)] {
+        let (zone, calendar, orders) = try year(in: name, everyMinutes: 37)
+        for order in orders {
             let days = LocalDays(timeZone: zone)
             for date in order {
                 let day = days.day(holding: date)
@@ -43,13 +45,9 @@ struct LocalDaysTests {
     /// change of offset skips or repeats somewhere (00:30 in Santiago,
     /// 02:15 in Berlin and Los Angeles).
     @Test(arguments: zones) func timesOfDayAreTheCalendarsOwn(zone name: String) throws {
-        let zone = try #require(TimeZone(identifier: name))
-        let calendar = calendar(zone)
-        let from = RFC3339.parse("2024-01-01T00:00:00Z")!
-        let dates = (0..<(366 * 24 * 60 / 197)).map { from + Double($0) * 197 * 60 }
-        var generator = SystemRandomNumberGenerator()
+        let (zone, calendar, orders) = try year(in: name, everyMinutes: 197)
         for minutes in [0, 30, 2 * 60 + 15, 22 * 60, 23 * 60 + 59] {
-            for order in [dates, dates.shuffled(using: &generator)] {
+            for order in orders {
                 let days = LocalDays(timeZone: zone)
                 for date in order {
                     let expected = calendar.nextDate(

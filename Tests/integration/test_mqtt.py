@@ -133,6 +133,22 @@ def test_home_assistant_discovers_the_sensors_and_the_states_come_back_after_the
                    what="the states published again, current, after the reconnection")
         assert len(w.matching(f"homeassistant/sensor/{node}/")) == 5
         assert s.request({"op": "stats"})["mqtt"]["connections"] >= 2
+
+        # A state is sent only when it changed, but to a new connection all
+        # are: away again with no drink, the level (unchanged) comes back.
+        wait_until(lambda: w.get(f"coffee-tracker/{node}/level") is not None, what="the level")
+        level = w.get(f"coffee-tracker/{node}/level")[0]
+        w.close()
+        watchers.clear()
+        broker.stop()
+        wait_until(lambda: s.request({"op": "stats"})["mqtt"]["connected"] is False, what="the broker seen away again")
+        broker = Broker(folder, port).start()
+        w = Watcher(port)
+        watchers.append(w)
+        # (Retained or not: a subscriber that came first gets it live.)
+        wait_until(lambda: (w.get(f"coffee-tracker/{node}/level") or ("",))[0] == level, timeout=60,
+                   what="the unchanged level published again after the second reconnection")
+        wait_until(lambda: (w.get(f"coffee-tracker/{node}/today") or ("",))[0] == "400", what="today's 400 mg again")
     finally:
         for w in watchers:
             w.close()
