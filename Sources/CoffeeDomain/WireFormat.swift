@@ -54,16 +54,36 @@ public enum WireFormat {
         precondition(added.count == addedAnchors.count && deleted.count == deletedAnchors.count)
         var out: [UInt8] = []
         out.reserveCapacity(128 + added.count * 224 + deleted.count * 80)
+        writeChangesMessage(identity: identity, anchor: anchor, previousAnchor: previousAnchor, into: &out) { out in
+            JSONBytes.append(#""added":"#, to: &out)
+            appendArray(added, anchors: addedAnchors, into: &out) { write($0, anchor: $1, into: &$2) }
+            JSONBytes.append(#","deleted":"#, to: &out)
+            appendArray(deleted, anchors: deletedAnchors, into: &out) { write($0, anchor: $1, into: &$2) }
+        }
+        writeChangesEnd(kept: kept, into: &out)
+        return out
+    }
+
+    /// A `changes` message's head appended to `out` (`{`, the identity,
+    /// `anchor` and `previousAnchor`), then its `added` and `deleted`
+    /// members by `members`; `writeChangesEnd` closes it. For a writer that
+    /// has its changes in another shape (a commit's log, `CommittedBatch`).
+    public static func writeChangesMessage(
+        identity: StoreIdentity?, anchor: Int64, previousAnchor: Int64, into out: inout [UInt8],
+        members: (inout [UInt8]) -> Void
+    ) {
         out.append(UInt8(ascii: "{"))
         identity?.write(into: &out)
         JSONBytes.append(#""anchor":"#, to: &out)
         JSONBytes.append(anchor, to: &out)
         JSONBytes.append(#","previousAnchor":"#, to: &out)
         JSONBytes.append(previousAnchor, to: &out)
-        JSONBytes.append(#","added":"#, to: &out)
-        appendArray(added, anchors: addedAnchors, into: &out) { write($0, anchor: $1, into: &$2) }
-        JSONBytes.append(#","deleted":"#, to: &out)
-        appendArray(deleted, anchors: deletedAnchors, into: &out) { write($0, anchor: $1, into: &$2) }
+        out.append(UInt8(ascii: ","))
+        members(&out)
+    }
+
+    /// A `changes` message's end: the kept rows' members, then `}`.
+    public static func writeChangesEnd(kept: KeptRows, into out: inout [UInt8]) {
         for (name, value) in kept.members {  // rare: a settings change, an alert, a delivery (§15)
             out.append(UInt8(ascii: ","))
             JSONValue.quote(name, into: &out)
@@ -71,7 +91,6 @@ public enum WireFormat {
             value.write(to: &out)
         }
         out.append(UInt8(ascii: "}"))
-        return out
     }
 
     /// `.array(zip(drinks, anchors).map { json($0, anchor: $1) })`, written

@@ -200,6 +200,44 @@ struct StoreRulesTests {
         #expect(changes.added.capacity < 5000 * 9 / 8 && changes.addedAnchors.capacity < 5000 * 9 / 8)
     }
 
+    /// A commit written as a `changes` message straight from its log (no
+    /// UUID twice) is the message of its resolved arrays, byte for byte:
+    /// drinks and tombstones mixed, anchors given or counted, kept rows, an
+    /// identity; and a log with a UUID twice goes through `resolved()`.
+    @Test func aCommitsMessageFromItsLogIsTheResolvedOnesBytes() {
+        var rng = SystemRandomNumberGenerator()
+        for round in 0..<200 {
+            let count = Int.random(in: 0...12, using: &rng)
+            var log: [CommittedBatch.Change] = (0..<count).map { i in
+                Bool.random(using: &rng)
+                    ? .added(drink(mg: Double(Int.random(in: 1...400, using: &rng)) / 4, at: TimeInterval(i)))
+                    : .deleted(Tombstone(uuid: UUID(), version: Int64.random(in: 1...9, using: &rng)))
+            }
+            let twice = round % 4 == 0 && !log.isEmpty
+            if twice, case .added(var again) = log[0] {
+                again.mgCaffeine += 1
+                log.append(.added(again))  // the same UUID later: the later write wins
+            }
+            let anchors = round % 3 == 0 ? (0..<log.count).map { 10 + Int64($0) * 7 } : nil
+            var commit = CommittedBatch(
+                anchor: (anchors?.last ?? Int64(log.count)), previousAnchor: 0, log: log,
+                replacesRecords: twice, anchors: anchors)
+            if round % 5 == 0 {
+                commit.kept = KeptRows(settings: [.init(scope: "person", name: "bedtime", value: "\"22:30\"", anchor: 3)])
+            }
+            if round % 2 == 0 { commit.identity = StoreIdentity(store: UUID(), epoch: Int64(round)) }
+            let changes = commit.resolved()
+            let expected = WireFormat.changesMessage(
+                identity: commit.identity, anchor: commit.anchor, previousAnchor: commit.previousAnchor,
+                added: changes.added, addedAnchors: changes.addedAnchors, deleted: changes.deleted,
+                deletedAnchors: changes.deletedAnchors, kept: changes.kept)
+            var out: [UInt8] = [7]
+            commit.writeChangesMessage(into: &out)
+            #expect(out == [7] + expected, "round \(round)")
+            if out != [7] + expected { return }
+        }
+    }
+
     /// Runs of new drinks go in as one statement each (`insertNew`); a run
     /// that meets a stored UUID, or one UUID twice, is written row by row.
     /// Either way the records and anchors must be exactly those of writing

@@ -48,6 +48,12 @@ public final class Broadcaster: Service {
     /// From an event's arrival at the store to its `changes` message being
     /// handed to ZeroMQ (docs/protocol.md §9).
     public let publishDelay = Histogram()
+    /// A `changes` message's bytes, kept from one message to the next (ZeroMQ
+    /// copies them): written only where the socket is used, on the loop's
+    /// thread or a borrower's holding its lock, so the lock is never waited for.
+    private let body = Mutex<[UInt8]>([])
+    /// A body larger than this (a page of thousands of drinks) is not kept.
+    static let keptBodyBytes = 64 << 10
 
     /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
     public init(
@@ -173,24 +179,24 @@ public final class Broadcaster: Service {
     private func sendCommit(_ socket: ZMQSocket, _ commit: CommittedBatch) {
         guard subscriptions.wantChanges(socket) else { return passed(commit.anchor) }  // nobody to receive it
         commit.forEachPage(of: Self.pageSize) { batch in
-            sendChanges(
-                socket, identity: batch.identity, anchor: batch.anchor, previousAnchor: batch.previousAnchor,
-                batch.resolved(), arrived: batch.arrived)
+            sendChanges(socket, anchor: batch.anchor, arrived: batch.arrived) { batch.writeChangesMessage(into: &$0) }
         }
     }
 
+    /// Sends the `changes` message `write` appends to an empty body.
     private func sendChanges(
-        _ socket: ZMQSocket, identity: StoreIdentity?, anchor newAnchor: Int64, previousAnchor: Int64,
-        _ changes: AnchoredChanges, arrived: ContinuousClock.Instant?
+        _ socket: ZMQSocket, anchor newAnchor: Int64, arrived: ContinuousClock.Instant?,
+        _ write: (inout [UInt8]) -> Void
     ) {
         defer { passed(newAnchor) }
         // Nobody to receive it: not written (a standby catching up with no screens, say).
         guard subscriptions.wantChanges(socket) else { return }
-        let body = WireFormat.changesMessage(
-            identity: identity, anchor: newAnchor, previousAnchor: previousAnchor, added: changes.added,
-            addedAnchors: changes.addedAnchors,
-            deleted: changes.deleted, deletedAnchors: changes.deletedAnchors, kept: changes.kept)
-        _ = try? socket.send(Subscriptions.topic, body, dontWait: true)
+        body.withLock { body in
+            body.removeAll(keepingCapacity: true)
+            write(&body)
+            _ = try? socket.send(Subscriptions.topic, body, dontWait: true)
+            if body.capacity > Self.keptBodyBytes { body = [] }
+        }
         if let arrived { publishDelay.observe(ContinuousClock.now - arrived) }
     }
 
@@ -242,9 +248,13 @@ public final class Broadcaster: Service {
         case .page(let result, let batch, let previous):
             switch result {
             case .success(let page):
-                sendChanges(
-                    socket, identity: batch.identity, anchor: page.anchor, previousAnchor: previous, page.anchored,
-                    arrived: batch.arrived)
+                let changes = page.anchored
+                sendChanges(socket, anchor: page.anchor, arrived: batch.arrived) { body in
+                    body = WireFormat.changesMessage(
+                        identity: batch.identity, anchor: page.anchor, previousAnchor: previous, added: changes.added,
+                        addedAnchors: changes.addedAnchors, deleted: changes.deleted,
+                        deletedAnchors: changes.deletedAnchors, kept: changes.kept)
+                }
                 if page.hasMore, readPage(of: batch, after: page.anchor, reading) { return }
             case .failure(let error):
                 // Closed or expired: subscribers see the gap and resync.
