@@ -239,43 +239,6 @@ public struct CommittedBatch: Sendable, Hashable {
         return changes
     }
 
-    /// `resolved()` as a `changes` message (`WireFormat.changesMessage`, with
-    /// the commit's identity and anchors), appended to `out`. A commit with
-    /// no UUID in its log twice is written straight from the log, without
-    /// making `resolved()`'s arrays: the publisher writes every commit, and at
-    /// 1,000 drinks a second those were three of an event's allocations.
-    public func writeChangesMessage(into out: inout [UInt8]) {
-        guard !replacesRecords else {
-            let changes = resolved()
-            out += WireFormat.changesMessage(
-                identity: identity, anchor: anchor, previousAnchor: previousAnchor, added: changes.added,
-                addedAnchors: changes.addedAnchors, deleted: changes.deleted, deletedAnchors: changes.deletedAnchors,
-                kept: changes.kept)
-            return
-        }
-        WireFormat.writeChangesMessage(identity: identity, anchor: anchor, previousAnchor: previousAnchor, into: &out) {
-            out in
-            JSONBytes.append(#""added":["#, to: &out)
-            var first = true
-            for i in log.indices {
-                guard case .added(let drink) = log[i] else { continue }
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
-                WireFormat.write(drink, anchor: anchor(at: i), into: &out)
-            }
-            JSONBytes.append(#"],"deleted":["#, to: &out)
-            first = true
-            for i in log.indices {
-                guard case .deleted(let tombstone) = log[i] else { continue }
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
-                WireFormat.write(tombstone, anchor: anchor(at: i), into: &out)
-            }
-            out.append(UInt8(ascii: "]"))
-        }
-        WireFormat.writeChangesEnd(kept: kept, into: &out)
-    }
-
     /// `resolved().added`.
     public var added: [Drink] { resolved().added }
     /// `resolved().deleted`.
