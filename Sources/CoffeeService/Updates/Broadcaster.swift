@@ -36,8 +36,12 @@ public final class Broadcaster: Service {
     /// copies them): written only where the socket is used, on the loop's
     /// thread or a borrower's holding its lock, so the lock is never waited for.
     private let body = Mutex<[UInt8]>([])
-    /// A body larger than this (a page of thousands of drinks) is not kept.
-    static let keptBodyBytes = 64 << 10
+    /// A body larger than this is not kept. A commit's `changes` (at most
+    /// `HealthStore.announceLimit` changes, some 1.7 MB) fits: at full speed
+    /// each commit of thousands of drinks found its body given back to the
+    /// system and faulted its pages in again (a quarter of this thread's
+    /// time). Larger blocks are mapped on their own anyway (`MemoryReclaimer`).
+    static let keptBodyBytes = 2 << 20
 
     /// - Throws: `SystemCallError` when the mailbox's pipe cannot be made.
     public init(
