@@ -27,8 +27,12 @@ version-check:
 build: deps version-check
 	$(SWIFT) build
 
+## The release build links Swift's standard library and Foundation statically, as the Debian
+## package does (deb below): what `make run` and the benchmarks run is what is shipped. Calls into
+## the runtime are direct and its thread-locals need no __tls_get_addr, which at 1,000 drinks a
+## second came to about 3% of the process's CPU (bench/README.md, session 30).
 release: deps version-check
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release --static-swift-stdlib
 
 ## The Debian package (docs/protocol.md §14): the executable linked with Swift's static standard
 ## library and Foundation, built apart (.build/deb), packaged by deploy/debian/build-deb.sh.
