@@ -256,13 +256,23 @@ struct BenchMain {
                     Row(
                         figure: "stage alone: write changes messages", value: st.encodePerSecond, unit: "events/s",
                         baseline: ceiling, baselineName: "storage ceiling", ratio: st.encodePerSecond / ceiling, target: "-"))
+                // A round reads the window's minutes that hold drinks (at most 1,560), never the
+                // drinks: ten drinks read ten minutes; 10,000 over 20 hours read 1,200, and so do
+                // 100,000 (session 30: the check was 10,000 against 10 drinks while every round
+                // looked up all 1,560 minutes; a round of ten drinks now costs half of what it did).
                 let small = bench.modelRound(drinks: 10)
                 let large = bench.modelRound(drinks: 10_000)
+                let huge = bench.modelRound(drinks: 100_000)
                 report(Row(figure: "one model round, 10 drinks in the window", value: small, unit: "µs", target: "-"))
                 report(
                     Row(
                         figure: "one model round, 10,000 drinks in the window", value: large, unit: "µs", baseline: small,
-                        baselineName: "10 drinks", ratio: large / small, target: "<= 2x of 10 drinks", pass: large / small <= 2))
+                        baselineName: "10 drinks", ratio: large / small, target: "-"))
+                report(
+                    Row(
+                        figure: "one model round, 100,000 drinks in the window", value: huge, unit: "µs", baseline: large,
+                        baselineName: "10,000 drinks", ratio: huge / large, target: "<= 1.5x of 10,000 drinks",
+                        pass: huge / large <= 1.5))
             }
         } catch {
             print("coffee-bench: \(error)")
