@@ -29,8 +29,8 @@ build: deps version-check
 
 ## The release build links Swift's standard library and Foundation statically, as the Debian
 ## package does (deb below): what `make run` and the benchmarks run is what is shipped. Calls into
-## the runtime are direct and its thread-locals need no __tls_get_addr, which at 1,000 drinks a
-## second came to about 3% of the process's CPU (bench/README.md, session 30).
+## the runtime are direct and its thread-locals need no __tls_get_addr: at 1,000 drinks a second
+## the process used about 3% less CPU than linked dynamically (bench/README.md, session 30).
 release: deps version-check
 	$(SWIFT) build -c release --static-swift-stdlib
 

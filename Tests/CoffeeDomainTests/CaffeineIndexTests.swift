@@ -161,11 +161,14 @@ struct CaffeineIndexTests {
         #expect(snapshot.drinksToday == min(20_000, Int(now.timeIntervalSince(model.startOfDay(at: now))) + 1))
     }
 
-    /// A snapshot reads the held minutes, sorted, when few of the window's
-    /// minutes hold drinks, and walks the window's minutes otherwise: the
-    /// two read the same minutes in the same order, so they agree to the
-    /// bit, sparse (a few drinks over 30 hours) and dense (one a minute).
-    @Test(arguments: [(3, 1), (40, 1), (2_000, 60), (4_000, 40)])
+    /// A snapshot reads the held minutes, sorted, when fewer minutes hold
+    /// drinks than lie between the window's start and now, and walks those
+    /// minutes otherwise: the two read the same minutes in the same order,
+    /// so they agree to the bit. Sparse (a few drinks over 30 hours) and
+    /// dense (a drink every 61 or 90 s: 1,000 and 1,400 held minutes, still
+    /// fewer than the 1,441 walked, so the held ones are sorted), and one
+    /// with more held minutes than that (every 40 s), which walks both ways.
+    @Test(arguments: [(3, 1), (40, 1), (1_000, 90), (1_400, 61), (4_000, 40)])
     func theHeldMinutesReadInOrderEqualTheWalkToTheBit(drinks: Int, spacingSeconds: Int) {
         var rng = SplitMix(state: UInt64(drinks * 7919 + spacingSeconds))
         let model = CaffeineModel(halfLifeHours: 5, timeZone: TimeZone(identifier: "Europe/Berlin")!)
