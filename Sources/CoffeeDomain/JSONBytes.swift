@@ -14,17 +14,7 @@ public enum JSONBytes {
     /// Appends `value` in decimal: its digits made right to left in a
     /// buffer on the stack, then copied once.
     public static func append(_ value: Int64, to out: inout [UInt8]) {
-        if value < 0 { out.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var first = digits.count
-            repeat {
-                first -= 1
-                digits[first] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
-                magnitude /= 10
-            } while magnitude != 0
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[first...]))
-        }
+        ByteSegment.writing(into: &out, capacity: 20) { $0.put(value) }
     }
 
     /// Appends `value` in its shortest round-tripping form, a whole number

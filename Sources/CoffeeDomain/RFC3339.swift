@@ -86,50 +86,8 @@ public enum RFC3339 {
     /// written (`+01:00`), or in UTC with `Z` when `offset` is nil; the
     /// milliseconds always, or only when there are any.
     public static func write(_ date: Date, offset: Int?, alwaysMilliseconds: Bool, into out: inout [UInt8]) {
-        let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded()) + Int64(offset ?? 0) * 1000
-        var days = totalMillis / 86_400_000
-        var rest = totalMillis % 86_400_000
-        if rest < 0 {
-            rest += 86_400_000
-            days -= 1
-        }
-        let (year, month, day) = civilFromDays(Int(days))
-        let ms = Int(rest % 1000)
-        let s = Int(rest / 1000)
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 29) { text in
-            var j = 0
-            /// `v` in `width` decimal digits, then `separator` (none when nil).
-            func put(_ v: Int, _ width: Int, _ separator: Unicode.Scalar?) {
-                var v = v
-                for k in stride(from: width - 1, through: 0, by: -1) {
-                    text[j + k] = UInt8(48 + v % 10)
-                    v /= 10
-                }
-                j += width
-                if let separator {
-                    text[j] = UInt8(ascii: separator)
-                    j += 1
-                }
-            }
-            put(year, 4, "-")
-            put(month, 2, "-")
-            put(day, 2, "T")
-            put(s / 3600, 2, ":")
-            put(s / 60 % 60, 2, ":")
-            let fraction = alwaysMilliseconds || ms != 0
-            put(s % 60, 2, fraction ? "." : nil)
-            if fraction { put(ms, 3, nil) }
-            if let offset {
-                let minutes = abs(offset) / 60
-                text[j] = UInt8(ascii: offset < 0 ? "-" : "+")
-                j += 1
-                put(minutes / 60, 2, ":")
-                put(minutes % 60, 2, nil)
-            } else {
-                text[j] = UInt8(ascii: "Z")
-                j += 1
-            }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: text[0..<j]))
+        ByteSegment.writing(into: &out, capacity: 29) {
+            $0.put(date: date, offset: offset, alwaysMilliseconds: alwaysMilliseconds)
         }
     }
 
@@ -162,5 +120,48 @@ public enum RFC3339 {
         let day = doy - (153 * mp + 2) / 5 + 1
         let month = mp < 10 ? mp + 3 : mp - 9
         return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}
+
+extension ByteSegment {
+    /// Puts `RFC3339.write(date, offset:alwaysMilliseconds:)`'s bytes (at most 29).
+    public mutating func put(date: Date, offset: Int?, alwaysMilliseconds: Bool) {
+        let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded()) + Int64(offset ?? 0) * 1000
+        var days = totalMillis / 86_400_000
+        var rest = totalMillis % 86_400_000
+        if rest < 0 {
+            rest += 86_400_000
+            days -= 1
+        }
+        let (year, month, day) = RFC3339.civilFromDays(Int(days))
+        let ms = Int(rest % 1000)
+        let s = Int(rest / 1000)
+        /// `v` in `width` decimal digits, then `separator` (none when nil).
+        func number(_ v: Int, _ width: Int, _ separator: Unicode.Scalar?) {
+            var v = v
+            put(width: width) { text in
+                for k in stride(from: width - 1, through: 0, by: -1) {
+                    text[k] = UInt8(48 + v % 10)
+                    v /= 10
+                }
+            }
+            if let separator { put(byte: UInt8(ascii: separator)) }
+        }
+        number(year, 4, "-")
+        number(month, 2, "-")
+        number(day, 2, "T")
+        number(s / 3600, 2, ":")
+        number(s / 60 % 60, 2, ":")
+        let fraction = alwaysMilliseconds || ms != 0
+        number(s % 60, 2, fraction ? "." : nil)
+        if fraction { number(ms, 3, nil) }
+        if let offset {
+            let minutes = abs(offset) / 60
+            put(byte: UInt8(ascii: offset < 0 ? "-" : "+"))
+            number(minutes / 60, 2, ":")
+            number(minutes % 60, 2, nil)
+        } else {
+            put(byte: UInt8(ascii: "Z"))
+        }
     }
 }

@@ -18,26 +18,11 @@ public enum UUIDText {
     /// publisher writes one per drink it announces; appending byte by byte
     /// checked the array's uniqueness and capacity 36 times).
     public static func write(_ uuid: UUID, into out: inout [UInt8]) {
-        var raw = uuid.uuid
-        withUnsafeBytes(of: &raw) { bytes in
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { text in
-                var j = 0
-                for (i, byte) in bytes.enumerated() {
-                    if i == 4 || i == 6 || i == 8 || i == 10 {
-                        text[j] = UInt8(ascii: "-")
-                        j += 1
-                    }
-                    text[j] = hexDigit(byte >> 4)
-                    text[j + 1] = hexDigit(byte & 0x0F)
-                    j += 2
-                }
-                out.append(contentsOf: text)
-            }
-        }
+        ByteSegment.writing(into: &out, capacity: 36) { $0.put(uuid: uuid) }
     }
 
     /// 0…15 as an upper-case hex digit.
-    private static func hexDigit(_ v: UInt8) -> UInt8 {
+    fileprivate static func hexDigit(_ v: UInt8) -> UInt8 {
         v < 10 ? UInt8(ascii: "0") + v : UInt8(ascii: "A") + v - 10
     }
 
@@ -86,6 +71,27 @@ public enum UUIDText {
         var y = b.uuid
         return withUnsafeBytes(of: &x) { xa in
             withUnsafeBytes(of: &y) { ya in xa.lexicographicallyPrecedes(ya) }
+        }
+    }
+}
+
+extension ByteSegment {
+    /// Puts `UUIDText.string(uuid)`'s 36 bytes.
+    public mutating func put(uuid: UUID) {
+        var raw = uuid.uuid
+        withUnsafeBytes(of: &raw) { bytes in
+            put(width: 36) { text in
+                var j = 0
+                for (i, byte) in bytes.enumerated() {
+                    if i == 4 || i == 6 || i == 8 || i == 10 {
+                        text[j] = UInt8(ascii: "-")
+                        j += 1
+                    }
+                    text[j] = UUIDText.hexDigit(byte >> 4)
+                    text[j + 1] = UUIDText.hexDigit(byte & 0x0F)
+                    j += 2
+                }
+            }
         }
     }
 }

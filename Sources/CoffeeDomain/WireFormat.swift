@@ -21,27 +21,36 @@ public enum WireFormat {
     /// every stored drink, and building the tree and its strings first was
     /// most of its time. A test holds the two to the same bytes.
     public static func write(_ drink: Drink, anchor: Int64? = nil, into out: inout [UInt8]) {
-        JSONBytes.append(#"{"uuid":""#, to: &out)
-        UUIDText.write(drink.uuid, into: &out)
-        JSONBytes.append(#"","mgCaffeine":"#, to: &out)
-        JSONBytes.append(drink.mgCaffeine, to: &out)
-        JSONBytes.append(#","date":""#, to: &out)
-        RFC3339.write(drink.date, into: &out)
-        JSONBytes.append(#"","version":"#, to: &out)
-        JSONBytes.append(drink.version, to: &out)
-        if let type = drink.type {
-            JSONBytes.append(#","type":"#, to: &out)
-            JSONValue.quote(type.rawValue, into: &out)
+        // The pieces between the dose and the quoted strings are put
+        // together on the stack and appended at once (`ByteSegment`).
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 128) { memory in
+            var piece = ByteSegment(memory)
+            piece.put(#"{"uuid":""#)
+            piece.put(uuid: drink.uuid)
+            piece.put(#"","mgCaffeine":"#)
+            piece.flush(into: &out)
+            JSONBytes.append(drink.mgCaffeine, to: &out)
+            piece.put(#","date":""#)
+            piece.put(date: drink.date, offset: nil, alwaysMilliseconds: true)
+            piece.put(#"","version":"#)
+            piece.put(drink.version)
+            if let type = drink.type {
+                piece.put(#","type":"#)
+                piece.flush(into: &out)
+                JSONValue.quote(type.rawValue, into: &out)
+            }
+            if let source = drink.source {
+                piece.put(#","source":"#)
+                piece.flush(into: &out)
+                JSONValue.quote(source, into: &out)
+            }
+            if let anchor {
+                piece.put(#","anchor":"#)
+                piece.put(anchor)
+            }
+            piece.put(byte: UInt8(ascii: "}"))
+            piece.flush(into: &out)
         }
-        if let source = drink.source {
-            JSONBytes.append(#","source":"#, to: &out)
-            JSONValue.quote(source, into: &out)
-        }
-        if let anchor {
-            JSONBytes.append(#","anchor":"#, to: &out)
-            JSONBytes.append(anchor, to: &out)
-        }
-        out.append(UInt8(ascii: "}"))
     }
 
     /// A `changes` message (docs/protocol.md §3), as bytes: the store's

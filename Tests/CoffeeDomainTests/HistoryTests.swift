@@ -39,7 +39,8 @@ struct HistoryTests {
     }
 
     /// Local times by arithmetic agree with Foundation's calendar, before
-    /// 1970 too, in zones whose offsets have minutes and change with summer.
+    /// 1970 too, in zones whose offsets have minutes and change with summer,
+    /// and end with the zone's offset, east or west of UTC.
     @Test func localTimesAgreeWithTheCalendar() {
         var random = SystemRandomNumberGenerator()
         for zone in ["Europe/Berlin", "Asia/Kathmandu", "America/St_Johns", "Pacific/Apia"] {
@@ -54,6 +55,11 @@ struct HistoryTests {
                 let expected = String(
                     format: "%04d-%02d-%02dT%02d:%02d:%02d", c.year!, c.month!, c.day!, c.hour!, c.minute!, c.second!)
                 #expect(text.hasPrefix(expected), "\(zone) \(date): \(text) against \(expected)")
+                // And the zone's offset then, its sign included (St John's is west of UTC).
+                let offset = timeZone.secondsFromGMT(for: date)
+                let (hours, minutes) = (abs(offset) / 3600, abs(offset) / 60 % 60)
+                let suffix = String(format: "%02d:%02d", hours, minutes)
+                #expect(text.hasSuffix((offset < 0 ? "-" : "+") + suffix), "\(zone) \(date): \(text), offset \(offset)")
             }
         }
     }
