@@ -126,10 +126,22 @@ public enum WireFormat {
         _ items: [Item], anchors: [Int64], into out: inout [UInt8], _ write: (Item, Int64, inout [UInt8]) -> Void
     ) {
         precondition(items.count == anchors.count)
+        appendArray(zip(items, anchors), into: &out, write)
+    }
+
+    /// `[` then each item of `pairs` with its anchor, written by `write`,
+    /// separated by commas, then `]`: for arrays, and for a commit's log
+    /// read in place (`CommittedBatch.writeChangesMessage`).
+    @inlinable
+    public static func appendArray<Pairs: Sequence, Item>(
+        _ pairs: Pairs, into out: inout [UInt8], _ write: (Item, Int64, inout [UInt8]) -> Void
+    ) where Pairs.Element == (Item, Int64) {
         out.append(UInt8(ascii: "["))
-        for (i, item) in items.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            write(item, anchors[i], &out)
+        var first = true
+        for (item, anchor) in pairs {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            write(item, anchor, &out)
         }
         out.append(UInt8(ascii: "]"))
     }

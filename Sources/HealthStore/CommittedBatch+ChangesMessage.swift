@@ -20,23 +20,20 @@ extension CommittedBatch {
         out.reserveCapacity(out.count + Self.messageHeadBytes + log.count * Self.changeBytes)
         WireFormat.writeChangesMessage(identity: identity, anchor: anchor, previousAnchor: previousAnchor, into: &out) {
             out in
-            JSONBytes.append(#""added":["#, to: &out)
-            var first = true
-            for i in log.indices {
-                guard case .added(let drink) = log[i] else { continue }
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
-                WireFormat.write(drink, anchor: anchor(at: i), into: &out)
-            }
-            JSONBytes.append(#"],"deleted":["#, to: &out)
-            first = true
-            for i in log.indices {
-                guard case .deleted(let tombstone) = log[i] else { continue }
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
-                WireFormat.write(tombstone, anchor: anchor(at: i), into: &out)
-            }
-            out.append(UInt8(ascii: "]"))
+            JSONBytes.append(#""added":"#, to: &out)
+            WireFormat.appendArray(
+                log.indices.lazy.compactMap { i -> (Drink, Int64)? in
+                    guard case .added(let drink) = log[i] else { return nil }
+                    return (drink, anchor(at: i))
+                }, into: &out
+            ) { WireFormat.write($0, anchor: $1, into: &$2) }
+            JSONBytes.append(#","deleted":"#, to: &out)
+            WireFormat.appendArray(
+                log.indices.lazy.compactMap { i -> (Tombstone, Int64)? in
+                    guard case .deleted(let tombstone) = log[i] else { return nil }
+                    return (tombstone, anchor(at: i))
+                }, into: &out
+            ) { WireFormat.write($0, anchor: $1, into: &$2) }
         }
         WireFormat.writeChangesEnd(kept: kept, into: &out)
     }
