@@ -4,7 +4,8 @@ and the icons it names, the service worker that keeps the shell, the page
 opening with no network (DevTools' network emulation, and the service
 stopped, so that nothing answers from wherever the worker asks), three taps
 kept while it is off and sent with their own times when it is back, none
-twice, and Undo of a kept tap sending nothing."""
+twice, Undo of a kept tap sending nothing, and the worker sending the kept
+taps by Background Sync with no page open."""
 import json
 import os
 import struct
@@ -139,6 +140,68 @@ def test_the_page_opens_with_no_network_and_sends_the_taps_it_kept_dated_when_ta
         violations = [entry["message"] for entry in browser.get_log("browser")
                       if "Content Security Policy" in entry["message"]]
         assert not violations, violations
+    finally:
+        browser.set_network_conditions(offline=False, latency=0, download_throughput=10_000_000,
+                                       upload_throughput=10_000_000)
+        s.stop()
+
+
+def test_the_worker_sends_the_kept_taps_by_background_sync_with_no_page_open(folder, browser):
+    """§17: Background Sync (tag `send-taps`) sends the queue from the worker,
+    with the login cookie: here the page is gone (about:blank) before the
+    network is back, so nothing but the worker can send the taps."""
+    port = free_port()
+    s = tokens_service(folder, extra={"http": {"bind": f"127.0.0.1:{port}"}}, tokens=[("phone", "read,write")])
+    base = f"http://127.0.0.1:{port}"
+    try:
+        logged_in(s, browser, s.tokens["phone"])
+        assert browser.execute_async_script(
+            "const done = arguments[0]; navigator.serviceWorker.ready.then((r) => done(!!r.active));")
+        browser.refresh()
+        wait_until(lambda: browser.execute_script("return !!navigator.serviceWorker.controller"), timeout=20,
+                   what="the worker to control the page")
+        wait_until(lambda: text(browser, "status") == "live", timeout=20, what="the page live again")
+        assert s.stop() == 0
+        browser.set_network_conditions(offline=True, latency=0, download_throughput=0, upload_throughput=0)
+        browser.refresh()
+        wait_until(lambda: text(browser, "status") == OFFLINE, timeout=20, what="the page to open offline")
+        tapped = {}
+        for count, kind in enumerate(["doubleEspresso", "greenTea"], start=1):
+            tapped[kind] = datetime.now(timezone.utc)
+            drink_button(browser, kind).click()
+            wait_until(lambda: waiting(browser) == f"{count} waiting to send", timeout=10,
+                       what=f"{count} taps waiting")
+        # The page closed while the taps wait; the network and the service back.
+        browser.get("about:blank")
+        browser.set_network_conditions(offline=False, latency=0, download_throughput=10_000_000,
+                                       upload_throughput=10_000_000)
+        s.start()
+        time.sleep(1)
+        assert s.request({"op": "drinks"})["drinks"] == []  # nothing sent them yet
+        # DevTools fires the sync as the browser would once it is online (a new
+        # profile's first registration is "0"); fired again until the taps are in,
+        # since a firing that found the service not yet listening leaves them queued.
+        browser.execute_cdp_cmd("ServiceWorker.enable", {})
+
+        def stored():
+            browser.execute_cdp_cmd("ServiceWorker.dispatchSyncEvent",
+                                    {"origin": base + "/", "registrationId": "0", "tag": "send-taps",
+                                     "lastChance": False})
+            time.sleep(0.5)
+            return s.request({"op": "drinks"})["drinks"]
+        wait_until(lambda: len(stored()) == 2, timeout=30, what="the worker to send the kept taps")
+        drinks = s.request({"op": "drinks"})["drinks"]
+        assert sorted(d["type"] for d in drinks) == sorted(tapped), drinks
+        for d in drinks:
+            when = datetime.fromisoformat(d["date"].replace("Z", "+00:00"))
+            assert abs((when - tapped[d["type"]]).total_seconds()) < 1, (d, tapped[d["type"]])
+            assert d["source"] == "http:phone" and d["version"] == 1
+        # Sent once: the queue is empty, so the page opened again sends nothing more.
+        browser.get(base + "/")
+        wait_until(lambda: text(browser, "status") == "live", timeout=20, what="the page live again")
+        assert waiting(browser) == ""
+        time.sleep(1)
+        assert s.request({"op": "stats"})["stored"] == 2
     finally:
         browser.set_network_conditions(offline=False, latency=0, download_throughput=10_000_000,
                                        upload_throughput=10_000_000)
