@@ -80,6 +80,48 @@ def waiting(browser):
     return "" if element.get_attribute("hidden") is not None else element.text
 
 
+def network(browser, on):
+    """DevTools' network emulation for the page: none at all, or a fast one."""
+    throughput = 10_000_000 if on else 0
+    browser.set_network_conditions(offline=not on, latency=0, download_throughput=throughput,
+                                   upload_throughput=throughput)
+
+
+def controlled_then_offline(service, browser):
+    """The worker registered and controlling the page (it does once the page
+    is opened again); then no network: the service stopped and the browser
+    offline, the page opened from the shell and saying so."""
+    assert browser.execute_async_script(
+        "const done = arguments[0]; navigator.serviceWorker.ready.then((r) => done(!!r.active));")
+    browser.refresh()
+    wait_until(lambda: browser.execute_script("return !!navigator.serviceWorker.controller"), timeout=20,
+               what="the worker to control the page")
+    wait_until(lambda: text(browser, "status") == "live", timeout=20, what="the page live again")
+    assert service.stop() == 0
+    network(browser, False)
+    browser.refresh()
+    wait_until(lambda: text(browser, "status") == OFFLINE, timeout=20, what="the page to open offline and say so")
+
+
+def tap_offline(browser, kinds):
+    """Taps each kind's button with no network; each waits in the queue. The times of the taps, by kind."""
+    tapped = {}
+    for count, kind in enumerate(kinds, start=1):
+        tapped[kind] = datetime.now(timezone.utc)
+        drink_button(browser, kind).click()
+        wait_until(lambda: waiting(browser) == f"{count} waiting to send", timeout=10, what=f"{count} taps waiting")
+    return tapped
+
+
+def stored_as_tapped(stored, tapped):
+    """The drinks stored are the taps, each dated when it was tapped, from the phone's token, once."""
+    assert sorted(d["type"] for d in stored) == sorted(tapped), stored
+    for d in stored:
+        when = datetime.fromisoformat(d["date"].replace("Z", "+00:00"))
+        assert abs((when - tapped[d["type"]]).total_seconds()) < 1, (d, tapped[d["type"]])
+        assert d["source"] == "http:phone" and d["version"] == 1
+
+
 def test_the_page_opens_with_no_network_and_sends_the_taps_it_kept_dated_when_tapped(folder, browser):
     port = free_port()  # the same origin after a restart: its worker, cache and queue
     s = tokens_service(folder, extra={"http": {"bind": f"127.0.0.1:{port}"}}, tokens=[("phone", "read,write")])
@@ -87,27 +129,10 @@ def test_the_page_opens_with_no_network_and_sends_the_taps_it_kept_dated_when_ta
         logged_in(s, browser, s.tokens["phone"])
         assert browser.find_element(By.CSS_SELECTOR, 'link[rel="manifest"]').get_attribute("href").endswith(
             "/manifest.webmanifest")
-        # The worker registers, and controls the page once it is opened again.
-        assert browser.execute_async_script(
-            "const done = arguments[0]; navigator.serviceWorker.ready.then((r) => done(!!r.active));")
-        browser.refresh()
-        wait_until(lambda: browser.execute_script("return !!navigator.serviceWorker.controller"), timeout=20,
-                   what="the worker to control the page")
-        wait_until(lambda: text(browser, "status") == "live", timeout=20, what="the page live again")
-
-        # No network: the service stopped and the browser offline. The page opens from the shell, and says so.
-        assert s.stop() == 0
-        browser.set_network_conditions(offline=True, latency=0, download_throughput=0, upload_throughput=0)
-        browser.refresh()
-        wait_until(lambda: text(browser, "status") == OFFLINE, timeout=20, what="the page to open offline and say so")
+        controlled_then_offline(s, browser)
         assert len(browser.find_elements(By.CSS_SELECTOR, "#drink-buttons .drink")) == 11
 
-        tapped = {}
-        for count, kind in enumerate(["doubleEspresso", "smallCoffee", "blackTea"], start=1):
-            tapped[kind] = datetime.now(timezone.utc)
-            drink_button(browser, kind).click()
-            wait_until(lambda: waiting(browser) == f"{count} waiting to send", timeout=10,
-                       what=f"{count} taps waiting")
+        tapped = tap_offline(browser, ["doubleEspresso", "smallCoffee", "blackTea"])
         # A fourth tap taken back while it waits: out of the queue, never sent.
         drink_button(browser, "chocolate").click()
         wait_until(lambda: waiting(browser) == "4 waiting to send", timeout=10, what="4 taps waiting")
@@ -122,15 +147,9 @@ def test_the_page_opens_with_no_network_and_sends_the_taps_it_kept_dated_when_ta
         # The network back, a while later: the taps are sent with their own times.
         time.sleep(2.5)
         s.start()
-        browser.set_network_conditions(offline=False, latency=0, download_throughput=10_000_000,
-                                       upload_throughput=10_000_000)
+        network(browser, True)
         wait_until(lambda: waiting(browser) == "", timeout=30, what="the waiting taps sent")
-        stored = s.request({"op": "drinks"})["drinks"]
-        assert sorted(d["type"] for d in stored) == sorted(tapped), stored
-        for d in stored:
-            when = datetime.fromisoformat(d["date"].replace("Z", "+00:00"))
-            assert abs((when - tapped[d["type"]]).total_seconds()) < 1, (d, tapped[d["type"]])
-            assert d["source"] == "http:phone" and d["version"] == 1
+        stored_as_tapped(s.request({"op": "drinks"})["drinks"], tapped)
         # Opened again: nothing is sent twice.
         browser.refresh()
         wait_until(lambda: text(browser, "status") == "live", timeout=20, what="the page live after the reload")
@@ -141,8 +160,7 @@ def test_the_page_opens_with_no_network_and_sends_the_taps_it_kept_dated_when_ta
                       if "Content Security Policy" in entry["message"]]
         assert not violations, violations
     finally:
-        browser.set_network_conditions(offline=False, latency=0, download_throughput=10_000_000,
-                                       upload_throughput=10_000_000)
+        network(browser, True)
         s.stop()
 
 
@@ -155,26 +173,11 @@ def test_the_worker_sends_the_kept_taps_by_background_sync_with_no_page_open(fol
     base = f"http://127.0.0.1:{port}"
     try:
         logged_in(s, browser, s.tokens["phone"])
-        assert browser.execute_async_script(
-            "const done = arguments[0]; navigator.serviceWorker.ready.then((r) => done(!!r.active));")
-        browser.refresh()
-        wait_until(lambda: browser.execute_script("return !!navigator.serviceWorker.controller"), timeout=20,
-                   what="the worker to control the page")
-        wait_until(lambda: text(browser, "status") == "live", timeout=20, what="the page live again")
-        assert s.stop() == 0
-        browser.set_network_conditions(offline=True, latency=0, download_throughput=0, upload_throughput=0)
-        browser.refresh()
-        wait_until(lambda: text(browser, "status") == OFFLINE, timeout=20, what="the page to open offline")
-        tapped = {}
-        for count, kind in enumerate(["doubleEspresso", "greenTea"], start=1):
-            tapped[kind] = datetime.now(timezone.utc)
-            drink_button(browser, kind).click()
-            wait_until(lambda: waiting(browser) == f"{count} waiting to send", timeout=10,
-                       what=f"{count} taps waiting")
+        controlled_then_offline(s, browser)
+        tapped = tap_offline(browser, ["doubleEspresso", "greenTea"])
         # The page closed while the taps wait; the network and the service back.
         browser.get("about:blank")
-        browser.set_network_conditions(offline=False, latency=0, download_throughput=10_000_000,
-                                       upload_throughput=10_000_000)
+        network(browser, True)
         s.start()
         time.sleep(1)
         assert s.request({"op": "drinks"})["drinks"] == []  # nothing sent them yet
@@ -190,12 +193,7 @@ def test_the_worker_sends_the_kept_taps_by_background_sync_with_no_page_open(fol
             time.sleep(0.5)
             return s.request({"op": "drinks"})["drinks"]
         wait_until(lambda: len(stored()) == 2, timeout=30, what="the worker to send the kept taps")
-        drinks = s.request({"op": "drinks"})["drinks"]
-        assert sorted(d["type"] for d in drinks) == sorted(tapped), drinks
-        for d in drinks:
-            when = datetime.fromisoformat(d["date"].replace("Z", "+00:00"))
-            assert abs((when - tapped[d["type"]]).total_seconds()) < 1, (d, tapped[d["type"]])
-            assert d["source"] == "http:phone" and d["version"] == 1
+        stored_as_tapped(s.request({"op": "drinks"})["drinks"], tapped)
         # Sent once: the queue is empty, so the page opened again sends nothing more.
         browser.get(base + "/")
         wait_until(lambda: text(browser, "status") == "live", timeout=20, what="the page live again")
@@ -203,8 +201,7 @@ def test_the_worker_sends_the_kept_taps_by_background_sync_with_no_page_open(fol
         time.sleep(1)
         assert s.request({"op": "stats"})["stored"] == 2
     finally:
-        browser.set_network_conditions(offline=False, latency=0, download_throughput=10_000_000,
-                                       upload_throughput=10_000_000)
+        network(browser, True)
         s.stop()
 
 
