@@ -73,7 +73,8 @@ struct StandbyReplicaTests {
         let endpoint = try await endpoint(rig)
         try await rig.running(endpoint) {
             let replica = try StandbyReplica(
-                store: standby, status: FollowStatus(primary: "test"), adopt: false, logger: Logger(label: "test"))
+                store: standby, status: FollowStatus(primary: "test", pushKey: "K", pushKeyPath: "vapid.pem"), adopt: false,
+                logger: Logger(label: "test"))
             let (done, error) = await resync(replica, endpoint.boundEndpoints[0])
             #expect(error == nil)
             let primaryAnchor = await rig.store.anchor
@@ -97,7 +98,8 @@ struct StandbyReplicaTests {
         let endpoint = try await endpoint(rig)
         try await rig.running(endpoint) {
             var replica = try StandbyReplica(
-                store: standby, status: FollowStatus(primary: "test"), adopt: false, logger: Logger(label: "test"))
+                store: standby, status: FollowStatus(primary: "test", pushKey: "K", pushKeyPath: "vapid.pem"), adopt: false,
+                logger: Logger(label: "test"))
             await standby.failNextCommitsAsDiskFull(1, after: 1)  // the first page commits, the second fails
             let error: (any Error)?
             (replica, error) = await resync(replica, endpoint.boundEndpoints[0])
@@ -121,5 +123,24 @@ struct StandbyReplicaTests {
         }
         await standby.close()
         await rig.cleanup()
+    }
+}
+
+/// A standby's Web Push key against its primary's (docs/protocol.md §17):
+/// what `stats.followPushKey` says, and when it changes (which is when the
+/// replica says so in the log).
+@Suite("A standby's push key")
+struct FollowPushKeyTests {
+    @Test func eachAnswerComparesTheKeysAndOnlyAChangeIsReported() {
+        let status = FollowStatus(primary: "test", pushKey: "BOwn", pushKeyPath: "/data/vapid.pem")
+        #expect(status.pushKeyComparison == .unknown)
+        #expect(status.compare(primaryPushKey: nil) == nil)  // still unknown: nothing to say
+        #expect(status.compare(primaryPushKey: "BOther") == .different)
+        #expect(status.pushKeyComparison == .different)
+        #expect(status.compare(primaryPushKey: "BOther") == nil)  // said once, not at every reconnection
+        #expect(status.compare(primaryPushKey: "BOwn") == .same)  // the primary's file copied here
+        #expect(status.pushKeyComparison == .same)
+        #expect(status.compare(primaryPushKey: nil) == .unknown)  // a primary with no key, or no answer
+        #expect(status.pushKeyComparison == .unknown)
     }
 }

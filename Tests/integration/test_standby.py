@@ -206,6 +206,33 @@ def test_a_promoted_standby_takes_writes_and_continues_the_anchors(pair):
     assert standby.endpoints["ingest"], "a promoted standby takes bus events again"
 
 
+def test_a_standby_says_whether_its_push_key_is_its_primarys(pair):
+    """§17: each service makes its Web Push key at its first start, so a
+    standby's is not its primary's until the primary's `vapid.pem` is copied
+    over it; promoted with another key it could tell no phone subscribed on
+    the primary. It compares the two at each connection and says so:
+    `stats.followPushKey` and one warning naming the file."""
+    primary, standby = pair
+    in_step(primary, standby)
+    theirs = primary.request({"op": "pushKey"})["publicKey"]
+    assert standby.request({"op": "pushKey"})["publicKey"] != theirs
+    wait_until(lambda: standby.request({"op": "stats"})["followPushKey"] == "different", timeout=20,
+               what="the standby to find its push key is not the primary's")
+    log = standby.log_path.read_text()
+    assert log.count("Web Push key is not its primary's") == 1, log
+    assert str(standby.data / "vapid.pem") in log
+    assert "followPushKey" not in primary.request({"op": "stats"})  # a primary follows no one
+
+    # The primary's key copied over the standby's, and the standby restarted: the same key, and said so.
+    standby.stop()
+    shutil.copyfile(primary.data / "vapid.pem", standby.data / "vapid.pem")
+    standby.start()
+    assert standby.request({"op": "pushKey"})["publicKey"] == theirs
+    wait_until(lambda: standby.request({"op": "stats"})["followPushKey"] == "same", timeout=20,
+               what="the standby to find its push key is the primary's")
+    assert "Web Push key is its primary's" in standby.log_path.read_text()
+
+
 def test_a_standby_follows_a_primary_under_curve_with_a_key_of_its_own(folder):
     """Under the primary's security.curve the standby is its client
     (follow.serverKey, follow.keyFile): with the subscribe and read roles it

@@ -29,7 +29,11 @@ extension CoffeeTrackerService {
                 configuration: c.broadcasterConfiguration(curve: security.server("updates")), context: context, store: store,
                 counters: counters, logger: logger.part("updates"))
             // A standby takes no bus events and no inbox files: its follower of the primary stands in their place.
-            let standby = try c.follow.map { try StandbyService(follow: $0, store: store, logger: logger.part("standby")) }
+            let standby = try c.follow.map {
+                try StandbyService(
+                    follow: $0, store: store, pushKey: pushKey.publicKeyText, pushKeyPath: c.pushKeyPath,
+                    logger: logger.part("standby"))
+            }
             let model = ModelService(
                 store: store, cache: cache, clock: clock,
                 configuration: c.modelServiceConfiguration, logger: logger.part("model"))

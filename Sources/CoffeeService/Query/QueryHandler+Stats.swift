@@ -34,7 +34,13 @@ extension QueryHandler {
                 ("commits", .int(s.commits)),
                 ("purgedAnchor", .int(s.purgedAnchor)),
                 ("importing", importing.map(Self.json) ?? .null),
-            ] + (following.map { [("followAnchor", .int($0.followAnchor)), ("followLagS", .double($0.lagSeconds()))] } ?? [])
+            ]
+                + (following.map {
+                    [
+                        ("followAnchor", .int($0.followAnchor)), ("followLagS", .double($0.lagSeconds())),
+                        ("followPushKey", .string($0.pushKeyComparison.rawValue)),
+                    ]
+                } ?? [])
                 + (await outbound?.report(store, readingStore: importing == nil).members ?? []))
     }
 

@@ -44,6 +44,7 @@ struct StandbyReplica: FeedTarget {
 
     mutating func resync(_ client: QueryClient) throws {
         try settled()
+        comparePushKeys(client)
         if let primary = try client.ping().identity, primary != store.identity {
             return try take(primary, client)
         }
@@ -216,6 +217,23 @@ struct StandbyReplica: FeedTarget {
     private mutating func stored(_ anchor: Int64) {
         held = anchor
         status.stored(anchor)
+    }
+
+    /// Whether this standby's Web Push key is its primary's (§17), asked at
+    /// each resync (each connection): another key is said once, as a
+    /// warning naming the file to copy, since a promotion would leave every
+    /// phone subscribed on the primary untold.
+    private func comparePushKeys(_ client: QueryClient) {
+        // A primary with no key, or one that does not know the op, answers a refusal: unknown.
+        let theirs = try? client.pushKey()
+        switch status.compare(primaryPushKey: theirs) {
+        case .different:
+            logger.warning(
+                "this standby's Web Push key is not its primary's: promoted, it could tell no phone subscribed there; copy the primary's vapid.pem over this one's and restart",
+                metadata: ["path": "\(status.pushKeyPath)"])
+        case .same: logger.info("this standby's Web Push key is its primary's")
+        case .unknown, nil: break
+        }
     }
 
     private static func purgedAnchor(_ client: QueryClient) throws -> Int64 {

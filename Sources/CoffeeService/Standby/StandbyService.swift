@@ -20,12 +20,17 @@ public final class StandbyService: Service {
     private let store: HealthStore
     private let logger: Logger
 
-    public init(follow: ServiceConfiguration.Follow, store: HealthStore, logger: Logger) throws {
+    /// - Parameters:
+    ///   - pushKey: this service's Web Push public key (§17), compared with the primary's.
+    ///   - pushKeyPath: its file, which a warning names when the two differ.
+    public init(
+        follow: ServiceConfiguration.Follow, store: HealthStore, pushKey: String, pushKeyPath: String, logger: Logger
+    ) throws {
         self.follow = follow
         self.store = store
         self.logger = logger
         curve = try ClientCurve.from(keyFile: follow.keyFile, serverKey: follow.serverKey, discovered: nil)
-        status = FollowStatus(primary: follow.updates)
+        status = FollowStatus(primary: follow.updates, pushKey: pushKey, pushKeyPath: pushKeyPath)
     }
 
     public func run() async throws {
