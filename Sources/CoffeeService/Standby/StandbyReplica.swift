@@ -44,8 +44,9 @@ struct StandbyReplica: FeedTarget {
 
     mutating func resync(_ client: QueryClient) throws {
         try settled()
-        comparePushKeys(client)
-        if let primary = try client.ping().identity, primary != store.identity {
+        let primary = try client.ping().identity
+        comparePushKeys(client)  // after the ping: a primary that is away fails there, at once
+        if let primary, primary != store.identity {
             return try take(primary, client)
         }
         let purged = try Self.purgedAnchor(client)
@@ -220,9 +221,9 @@ struct StandbyReplica: FeedTarget {
     }
 
     /// Whether this standby's Web Push key is its primary's (§17), asked at
-    /// each resync (each connection): another key is said once, as a
-    /// warning naming the file to copy, since a promotion would leave every
-    /// phone subscribed on the primary untold.
+    /// each resync (each connection): another key is said when it becomes
+    /// so, as a warning naming the file to copy, since a promotion would
+    /// leave every phone subscribed on the primary untold.
     private func comparePushKeys(_ client: QueryClient) {
         // A primary with no key, or one that does not know the op, answers a refusal: unknown.
         let theirs = try? client.pushKey()
