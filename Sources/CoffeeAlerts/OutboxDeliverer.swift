@@ -154,9 +154,18 @@ public final class OutboxDeliverer: Service, Sendable {
         return min(3600, max(0.001, Double(next - nowMs) / 1000))
     }
 
+    /// A try's outcome for `counts`, told once the batch's outcome is
+    /// committed: `stats` never counts what the outbox does not show yet.
+    private enum Outcome {
+        case delivered
+        case retried(because: String)
+    }
+
     private func deliver(_ due: [OutboxItem], with poster: any AlertPosting) {
         var done: [OutboxItem] = []
         var retried: [OutboxItem] = []
+        var outcomes: [Outcome] = []
+        defer { tell(outcomes) }  // after the batch's commit below
         for item in due where !isStopping {
             let now = nowMs
             if Double(now - item.createdMs) / 1000 > configuration.maxAge {
@@ -179,22 +188,20 @@ public final class OutboxDeliverer: Service, Sendable {
             switch poster.post(request.url, headers: request.headers, body: request.body) {
             case .answered(let status) where (200..<300).contains(status):
                 done.append(item)
-                counts.withLock {
-                    $0.delivered += 1
-                    $0.failing = nil
-                    $0.failingSince = nil
-                }
+                outcomes.append(.delivered)
             case .answered(let status) where (status == 404 || status == 410) && receiver.isPush:
                 // The push service says the subscription is gone: it goes, and its alerts with it.
                 remove(item.receiver)
                 done.append(item)
             case .answered(let status) where status == 408 || status == 429 || status >= 500:
-                retried.append(retry(item, now: now, because: "answered HTTP \(status)"))
+                retried.append(retry(item, now: now))
+                outcomes.append(.retried(because: "answered HTTP \(status)"))
             case .answered(let status):
                 drop(item, "\(receiver.url) refused it: HTTP \(status)")
                 done.append(item)
             case .failed(let reason):
-                retried.append(retry(item, now: now, because: reason))
+                retried.append(retry(item, now: now))
+                outcomes.append(.retried(because: reason))
             }
         }
         do {
@@ -218,25 +225,41 @@ public final class OutboxDeliverer: Service, Sendable {
         }
     }
 
-    private func retry(_ item: OutboxItem, now: Int64, because reason: String) -> OutboxItem {
+    /// The item with one more try and its next time, after a backoff doubling up to `retryMax`.
+    private func retry(_ item: OutboxItem, now: Int64) -> OutboxItem {
         var next = item
         next.attempts += 1
         let wait = min(configuration.retryMax, configuration.retryInitial * pow(2, Double(item.attempts)))
         next.nextMs = now + Int64(wait * 1000)
-        let first = counts.withLock { counts -> Bool in
-            counts.retried += 1
-            defer {
-                counts.failing = reason
-                if counts.failingSince == nil { counts.failingSince = clock.now() }
+        return next
+    }
+
+    /// Counts a batch's outcomes, in order, after its commit; a receiver that
+    /// starts failing (a try failed with none failing before) is said once.
+    private func tell(_ outcomes: [Outcome]) {
+        guard !outcomes.isEmpty else { return }
+        let started = counts.withLock { counts -> [String] in
+            var started: [String] = []
+            for outcome in outcomes {
+                switch outcome {
+                case .delivered:
+                    counts.delivered += 1
+                    counts.failing = nil
+                    counts.failingSince = nil
+                case .retried(let reason):
+                    counts.retried += 1
+                    if counts.failing == nil { started.append(reason) }
+                    counts.failing = reason
+                    if counts.failingSince == nil { counts.failingSince = clock.now() }
+                }
             }
-            return counts.failing == nil
+            return started
         }
-        if first {
+        for reason in started {
             logger.warning(
                 "an alert receiver fails; its alerts wait in the outbox and are tried again",
                 metadata: ["receiver": "\(receiver.name)", "url": "\(receiver.url)", "reason": "\(reason)"])
         }
-        return next
     }
 
     private func drop(_ item: OutboxItem, _ reason: String) {

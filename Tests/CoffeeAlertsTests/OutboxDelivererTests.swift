@@ -3,7 +3,7 @@ import CoffeeLifecycle
 import CoffeeLogging
 import CoffeeTestKit
 import Foundation
-import HealthStore
+@_spi(Testing) import HealthStore
 import Synchronization
 import Testing
 
@@ -45,8 +45,9 @@ struct OutboxDelivererTests {
     var nowMs: Int64 { Int64(wall.now().timeIntervalSince1970 * 1000) }
 
     /// A store with `items` (made on the wall clock's `nowMs`, which stands still) in its outbox, a deliverer over it answering `answers`, running in a group.
+    /// `before` runs on the store before the deliverer starts.
     func run(
-        _ answers: [HTTPPoster.Outcome], items: [OutboxItem],
+        _ answers: [HTTPPoster.Outcome], items: [OutboxItem], before: (HealthStore) async -> Void = { _ in },
         _ body: (HealthStore, OutboxDeliverer, ScriptedPoster, Dropped) async throws -> Void
     ) async throws {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -54,6 +55,7 @@ struct OutboxDelivererTests {
         let store = try HealthStore(
             configuration: .init(path: dir.appendingPathComponent("s.sqlite").path, clock: wall), logger: logger)
         try await store.recordAlerts(states: [], items: items)
+        await before(store)
         let poster = ScriptedPoster(answers)
         let dropped = Dropped()
         var configuration = OutboxDeliverer.Configuration()
@@ -91,6 +93,29 @@ struct OutboxDelivererTests {
             try await eventually("the delivery") { deliverer.current.delivered == 1 }
             #expect(try await store.dueAlerts(receiver: "webhook", nowMs: .max, limit: 10).isEmpty)
             #expect(poster.requests.count == 1 && dropped.all.isEmpty && deliverer.current.failing == nil)
+        }
+    }
+
+    /// `stats` counts what the outbox shows: a try's outcome is counted once
+    /// the batch's commit holds it, never before (here the commit is held).
+    @Test(arguments: [HTTPPoster.Outcome.answered(503), .answered(204)])
+    func aTryIsCountedOnlyOnceItsOutcomeIsCommitted(_ answer: HTTPPoster.Outcome) async throws {
+        let holding = Atomic<Bool>(true)
+        let holdCommits: (HealthStore) async -> Void = { store in
+            await store.setCommitHook {
+                while holding.load(ordering: .relaxed) { usleep(1000) }
+                return true
+            }
+        }
+        try await run([answer], items: [item("A", createdMs: nowMs)], before: holdCommits) {
+            store, deliverer, poster, dropped in
+            try await eventually("the try") { poster.requests.count == 1 }
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(deliverer.current.retried == 0 && deliverer.current.delivered == 0)  // sent, not yet committed
+            holding.store(false, ordering: .relaxed)
+            try await eventually("the outcome counted") { deliverer.current.retried + deliverer.current.delivered == 1 }
+            let waiting = try await store.dueAlerts(receiver: "webhook", nowMs: .max, limit: 10)
+            #expect(waiting.map(\.attempts) == (deliverer.current.retried == 1 ? [1] : []))
         }
     }
 
