@@ -154,18 +154,14 @@ public final class OutboxDeliverer: Service, Sendable {
         return min(3600, max(0.001, Double(next - nowMs) / 1000))
     }
 
-    /// A try's outcome for `counts`, told once the batch's outcome is
-    /// committed: `stats` never counts what the outbox does not show yet.
-    private enum Outcome {
-        case delivered
-        case retried(because: String)
-    }
-
     private func deliver(_ due: [OutboxItem], with poster: any AlertPosting) {
         var done: [OutboxItem] = []
         var retried: [OutboxItem] = []
-        var outcomes: [Outcome] = []
-        defer { tell(outcomes) }  // after the batch's commit below
+        // Counted once the batch's commit below holds them: `stats` never
+        // counts what the outbox does not show yet. Whether the receiver
+        // fails is its state now, and is shown at once.
+        var delivered = 0
+        defer { count(delivered: delivered, retried: retried.count) }
         for item in due where !isStopping {
             let now = nowMs
             if Double(now - item.createdMs) / 1000 > configuration.maxAge {
@@ -188,20 +184,22 @@ public final class OutboxDeliverer: Service, Sendable {
             switch poster.post(request.url, headers: request.headers, body: request.body) {
             case .answered(let status) where (200..<300).contains(status):
                 done.append(item)
-                outcomes.append(.delivered)
+                delivered += 1
+                counts.withLock {
+                    $0.failing = nil
+                    $0.failingSince = nil
+                }
             case .answered(let status) where (status == 404 || status == 410) && receiver.isPush:
                 // The push service says the subscription is gone: it goes, and its alerts with it.
                 remove(item.receiver)
                 done.append(item)
             case .answered(let status) where status == 408 || status == 429 || status >= 500:
-                retried.append(retry(item, now: now))
-                outcomes.append(.retried(because: "answered HTTP \(status)"))
+                retried.append(retry(item, now: now, because: "answered HTTP \(status)"))
             case .answered(let status):
                 drop(item, "\(receiver.url) refused it: HTTP \(status)")
                 done.append(item)
             case .failed(let reason):
-                retried.append(retry(item, now: now))
-                outcomes.append(.retried(because: reason))
+                retried.append(retry(item, now: now, because: reason))
             }
         }
         do {
@@ -225,40 +223,35 @@ public final class OutboxDeliverer: Service, Sendable {
         }
     }
 
-    /// The item with one more try and its next time, after a backoff doubling up to `retryMax`.
-    private func retry(_ item: OutboxItem, now: Int64) -> OutboxItem {
+    /// The item with one more try and its next time, after a backoff
+    /// doubling up to `retryMax`; the receiver fails from now, which is said
+    /// when it starts.
+    private func retry(_ item: OutboxItem, now: Int64, because reason: String) -> OutboxItem {
         var next = item
         next.attempts += 1
         let wait = min(configuration.retryMax, configuration.retryInitial * pow(2, Double(item.attempts)))
         next.nextMs = now + Int64(wait * 1000)
-        return next
-    }
-
-    /// Counts a batch's outcomes, in order, after its commit; a receiver that
-    /// starts failing (a try failed with none failing before) is said once.
-    private func tell(_ outcomes: [Outcome]) {
-        guard !outcomes.isEmpty else { return }
-        let started = counts.withLock { counts -> [String] in
-            var started: [String] = []
-            for outcome in outcomes {
-                switch outcome {
-                case .delivered:
-                    counts.delivered += 1
-                    counts.failing = nil
-                    counts.failingSince = nil
-                case .retried(let reason):
-                    counts.retried += 1
-                    if counts.failing == nil { started.append(reason) }
-                    counts.failing = reason
-                    if counts.failingSince == nil { counts.failingSince = clock.now() }
-                }
+        let first = counts.withLock { counts -> Bool in
+            defer {
+                counts.failing = reason
+                if counts.failingSince == nil { counts.failingSince = clock.now() }
             }
-            return started
+            return counts.failing == nil
         }
-        for reason in started {
+        if first {
             logger.warning(
                 "an alert receiver fails; its alerts wait in the outbox and are tried again",
                 metadata: ["receiver": "\(receiver.name)", "url": "\(receiver.url)", "reason": "\(reason)"])
+        }
+        return next
+    }
+
+    /// A batch's tries, counted after its commit.
+    private func count(delivered: Int, retried: Int) {
+        guard delivered + retried > 0 else { return }
+        counts.withLock {
+            $0.delivered += delivered
+            $0.retried += retried
         }
     }
 

@@ -97,7 +97,8 @@ struct OutboxDelivererTests {
     }
 
     /// `stats` counts what the outbox shows: a try's outcome is counted once
-    /// the batch's commit holds it, never before (here the commit is held).
+    /// the batch's commit holds it, never before (here the commit is held);
+    /// a receiver that fails is shown failing at once.
     @Test(arguments: [HTTPPoster.Outcome.answered(503), .answered(204)])
     func aTryIsCountedOnlyOnceItsOutcomeIsCommitted(_ answer: HTTPPoster.Outcome) async throws {
         let holding = Atomic<Bool>(true)
@@ -112,6 +113,9 @@ struct OutboxDelivererTests {
             try await eventually("the try") { poster.requests.count == 1 }
             try await Task.sleep(for: .milliseconds(200))
             #expect(deliverer.current.retried == 0 && deliverer.current.delivered == 0)  // sent, not yet committed
+            if case .answered(503) = answer {
+                #expect(deliverer.current.failing != nil)  // the receiver's state is shown at once
+            }
             holding.store(false, ordering: .relaxed)
             try await eventually("the outcome counted") { deliverer.current.retried + deliverer.current.delivered == 1 }
             let waiting = try await store.dueAlerts(receiver: "webhook", nowMs: .max, limit: 10)
