@@ -206,12 +206,16 @@ def test_a_promoted_standby_takes_writes_and_continues_the_anchors(pair):
     assert standby.endpoints["ingest"], "a promoted standby takes bus events again"
 
 
+def metrics(service):
+    return urllib.request.urlopen(f"http://{service.endpoints['http']}/metrics", timeout=10).read().decode()
+
+
 def test_a_standby_says_whether_its_push_key_is_its_primarys(pair):
     """§17: each service makes its Web Push key at its first start, so a
     standby's is not its primary's until the primary's `vapid.pem` is copied
     over it; promoted with another key it could tell no phone subscribed on
     the primary. It compares the two at each connection and says so:
-    `stats.followPushKey` and one warning naming the file."""
+    `stats.followPushKey`, `/metrics` and one warning naming the file."""
     primary, standby = pair
     in_step(primary, standby)
     theirs = primary.request({"op": "pushKey"})["publicKey"]
@@ -222,6 +226,7 @@ def test_a_standby_says_whether_its_push_key_is_its_primarys(pair):
     assert log.count("Web Push key is not its primary's") == 1, log
     assert str(standby.data / "vapid.pem") in log
     assert "followPushKey" not in primary.request({"op": "stats"})  # a primary follows no one
+    assert "coffee_tracker_follow_push_key_different 1" in metrics(standby)
 
     # The primary's key copied over the standby's, and the standby restarted: the same key, and said so.
     standby.stop()
@@ -231,6 +236,7 @@ def test_a_standby_says_whether_its_push_key_is_its_primarys(pair):
     wait_until(lambda: standby.request({"op": "stats"})["followPushKey"] == "same", timeout=20,
                what="the standby to find its push key is the primary's")
     assert "Web Push key is its primary's" in standby.log_path.read_text()
+    assert "coffee_tracker_follow_push_key_different 0" in metrics(standby)
 
 
 def test_a_standby_follows_a_primary_under_curve_with_a_key_of_its_own(folder):

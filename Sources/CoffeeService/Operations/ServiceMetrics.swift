@@ -77,6 +77,10 @@ struct ServiceMetrics: Sendable {
                 following.lagSeconds())
             m.gauge(
                 "coffee_tracker_follow_anchor", "A standby: the primary's anchor, as last heard.", Double(following.followAnchor))
+            m.gauge(
+                "coffee_tracker_follow_push_key_different",
+                "A standby: 1 while its Web Push key is not its primary's (copy the primary's vapid.pem), else 0.",
+                following.pushKeyComparison == .different ? 1 : 0)
         }
         if let outbound { await alertMetrics(outbound, into: &m) }
         let caffeine = await model.heldSnapshot()?.mgCaffeine ?? 0
