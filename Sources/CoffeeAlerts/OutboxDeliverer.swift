@@ -158,10 +158,10 @@ public final class OutboxDeliverer: Service, Sendable {
         var done: [OutboxItem] = []
         var retried: [OutboxItem] = []
         // Counted once the batch's commit below holds them: `stats` never
-        // counts what the outbox does not show yet. Whether the receiver
-        // fails is its state now, and is shown at once.
+        // counts what the outbox does not show (a batch whose commit fails
+        // is tried, and counted, again). Whether the receiver fails is its
+        // state now, and is shown at once.
         var delivered = 0
-        defer { count(delivered: delivered, retried: retried.count) }
         for item in due where !isStopping {
             let now = nowMs
             if Double(now - item.createdMs) / 1000 > configuration.maxAge {
@@ -204,6 +204,7 @@ public final class OutboxDeliverer: Service, Sendable {
         }
         do {
             try store.blocking { [done, retried] in try $0.settleAlerts(done: done, retried: retried) }
+            count(delivered: delivered, retried: retried.count)
         } catch {
             // The outbox still holds them: they are tried again (a delivered one once more).
             logger.error("could not settle deliveries in the outbox", metadata: ["error": "\(error)"])

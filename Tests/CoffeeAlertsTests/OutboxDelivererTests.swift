@@ -123,6 +123,21 @@ struct OutboxDelivererTests {
         }
     }
 
+    /// A batch whose commit fails is still in the outbox: it is sent again
+    /// and counted then, once, not for the tries whose commits were lost.
+    @Test func aBatchWhoseCommitFailedIsCountedOnlyWhenItsCommitHolds() async throws {
+        let failOnce: (HealthStore) async -> Void = { await $0.failNextCommitsAsDiskFull(1) }
+        try await run([.answered(204)], items: [item("A", createdMs: nowMs)], before: failOnce) {
+            store, deliverer, poster, dropped in
+            try await eventually("the delivery settled") {
+                try await store.dueAlerts(receiver: "webhook", nowMs: .max, limit: 10).isEmpty
+            }
+            // The first try's commit failed: sent again (more than once while the store's fault lasts).
+            #expect(poster.requests.count >= 2)
+            #expect(deliverer.current.delivered == 1)
+        }
+    }
+
     @Test(arguments: [HTTPPoster.Outcome.answered(503), .answered(500), .answered(408), .answered(429), .failed("refused")])
     func aRetryableAnswerIsTriedAgainAfterItsBackoff(_ first: HTTPPoster.Outcome) async throws {
         try await run([first, .answered(200)], items: [item("A", createdMs: nowMs)]) { store, deliverer, poster, dropped in
